@@ -1,0 +1,830 @@
+"""Datasets kept in local files: ``.jsonl``, ``.json`` and ``.csv``.
+
+:func:`load_local` reads a file once, checks every example against its family's JSON
+Schema, and returns a :class:`LocalDataset`: an indexable, lazy view on the file.
+
+- ``.jsonl``: one JSON object per line; blank lines are skipped but counted. Only each
+  example's byte offset, line and id are kept; ``dataset[i]`` reads that line again
+  (through one file descriptor per process, with ``os.pread``, so it also works after
+  ``fork``). A 100,000-line file therefore keeps no 100,000 dicts alive.
+- ``.json``: a top-level list of objects, or an object whose ``"examples"`` field is
+  that list. The parsed list is kept.
+- ``.csv``: a header row, then one example per row. Every value is a string; an empty
+  cell is an absent field. The parsed rows are kept.
+
+Files are read as UTF-8; a byte-order mark is tolerated. An example's id is its ``id``
+field (as a string) when it has one, else the 1-based line number (``.jsonl``), the
+1-based physical line the row starts on (``.csv``, where the header is line 1), or the
+1-based position in the list (``.json``). Every problem found is a
+:class:`~pytest_context_bench.errors.DatasetError` naming the file, the line and the
+field.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import difflib
+import hashlib
+import io
+import json
+import operator
+import os
+import re
+import threading
+import weakref
+from array import array
+from collections.abc import Iterator
+from typing import Any, Final
+
+from ..errors import ConfigError, DatasetError
+from .families import (
+    DEFAULT_FAMILY,
+    FAMILIES,
+    PRIMARY_SCORE,
+    describe_value,
+    example_error,
+)
+
+__all__ = ["LocalDataset", "load_local", "SUPPORTED_SUFFIXES"]
+
+#: The file extensions :func:`load_local` reads.
+SUPPORTED_SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".json", ".csv")
+
+_BOM: Final = b"\xef\xbb\xbf"
+_HAS_PREAD: Final = hasattr(os, "pread")
+_CSV_FIELD_LIMIT: Final = 2**31 - 1  # fits a C long everywhere
+
+
+class LocalDataset:
+    """The examples of one local file; build one with :func:`load_local`.
+
+    ``dataset[i]`` returns a new dict on every call (callers may mutate it), with
+    ``id`` (a string) and ``dataset`` (the tag, unless the example has its own
+    ``dataset`` field) set. Negative indexes count from the end.
+    """
+
+    def __init__(
+        self,
+        *,
+        path: str,
+        tag: str,
+        family: str,
+        fingerprint: str,
+        ids: list[str],
+        lines: array[int],
+        records: list[dict[str, Any]] | None = None,
+        flat: bool = False,
+        spans: tuple[array[int], array[int]] | None = None,
+        stat: os.stat_result | None = None,
+    ) -> None:
+        self._path = path
+        self._tag = tag
+        self._family = family
+        self._fingerprint = fingerprint
+        self._ids = ids
+        self._lines = lines
+        self._records = records
+        self._flat = flat
+        self._spans = spans
+        self._reader: _ByteRangeReader | None = None
+        if spans is not None:
+            assert stat is not None
+            self._reader = _ByteRangeReader(path, stat.st_size, stat.st_mtime_ns)
+
+    @property
+    def path(self) -> str:
+        """The file, as given to :func:`load_local`."""
+        return self._path
+
+    @property
+    def tag(self) -> str:
+        """The dataset tag: ``tag=`` when given, else the file's stem (``qa`` for ``data/qa.jsonl``)."""
+        return self._tag
+
+    @property
+    def family(self) -> str:
+        """The family every example of the file belongs to (``qa``, ``math``...)."""
+        return self._family
+
+    @property
+    def primary_score(self) -> str:
+        """The score field that decides whether an example passed (``f1`` for qa)."""
+        return PRIMARY_SCORE[self._family]
+
+    @property
+    def fingerprint(self) -> str:
+        """The sha256 (hex) of the file's bytes, as read at load time."""
+        return self._fingerprint
+
+    @property
+    def ids(self) -> list[str]:
+        """The example ids, in file order; no example is read.
+
+        This is the dataset's own list, returned without a copy so that ``ids[i]``
+        stays O(1) for a caller indexing it per example: do not mutate it.
+        """
+        return self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for index in range(len(self._ids)):
+            yield self[index]
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        i = self._position(index)
+        if self._records is not None:
+            record = self._records[i]
+            example = dict(record) if self._flat else _copy_json(record)
+        else:
+            example = self._read_line(i)
+        example["id"] = self._ids[i]
+        if "dataset" not in example:
+            example["dataset"] = self._tag
+        return example
+
+    def location(self, index: int) -> tuple[str, int]:
+        """Return the file and the 1-based line example ``index`` starts on.
+
+        For ``.json`` files this is the line where the example's object opens.
+        """
+        return self._path, self._lines[self._position(index)]
+
+    def close(self) -> None:
+        """Close this process's file descriptor (``.jsonl`` only; reopened on need)."""
+        if self._reader is not None:
+            self._reader.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"LocalDataset(path={self._path!r}, tag={self._tag!r}, "
+            f"family={self._family!r}, examples={len(self._ids)})"
+        )
+
+    def _position(self, index: int) -> int:
+        count = len(self._ids)
+        i = operator.index(index)
+        if i < 0:
+            i += count
+        if not 0 <= i < count:
+            raise IndexError(
+                f"example index {index} is out of range: {self._path} has "
+                f"{count} example{'s' if count != 1 else ''}."
+            )
+        return i
+
+    def _read_line(self, i: int) -> dict[str, Any]:
+        assert self._spans is not None and self._reader is not None
+        offsets, lengths = self._spans
+        line = self._lines[i]
+        raw = self._reader.read(offsets[i], lengths[i])
+        try:
+            example = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            example = None
+        if not isinstance(example, dict):
+            raise DatasetError(
+                "the line no longer holds the example read at load time; the file "
+                "was changed while the run was going on. Leave the file alone "
+                "during a run, then run again.",
+                path=self._path,
+                line=line,
+            )
+        return example
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of parsed JSON (dicts and lists; other values are immutable)."""
+    if type(value) is dict:
+        return {key: _copy_json(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_copy_json(item) for item in value]
+    return value
+
+
+class _ByteRangeReader:
+    """Reads byte ranges of one file through one descriptor per process.
+
+    The descriptor is opened on the first read in each process (so a forked worker
+    opens its own) and checked against the size and modification time seen at load
+    time. ``os.pread`` needs no shared file position, so threads need no lock; where
+    it is missing (Windows, which has no ``fork`` either) seek and read run under a lock.
+    """
+
+    def __init__(self, path: str, size: int, mtime_ns: int) -> None:
+        self._path = path
+        self._size = size
+        self._mtime_ns = mtime_ns
+        self._fds: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._finalizer = weakref.finalize(self, _close_own_fds, self._fds)
+
+    def __getstate__(self) -> tuple[str, int, int]:
+        return self._path, self._size, self._mtime_ns
+
+    def __setstate__(self, state: tuple[str, int, int]) -> None:
+        self.__init__(*state)  # type: ignore[misc]
+
+    def read(self, offset: int, length: int) -> bytes:
+        fd = self._fds.get(os.getpid())
+        if fd is None:
+            fd = self._open()
+        if _HAS_PREAD:
+            return os.pread(fd, length, offset)
+        with self._lock:
+            os.lseek(fd, offset, os.SEEK_SET)
+            return os.read(fd, length)
+
+    def close(self) -> None:
+        _close_own_fds(self._fds)
+
+    def _open(self) -> int:
+        try:
+            fd = os.open(self._path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except OSError as exc:
+            raise DatasetError(
+                f"the file can no longer be read ({exc.strerror}), although it "
+                "was there when the dataset was loaded. Leave the file in place "
+                "during a run, then run again.",
+                path=self._path,
+            ) from None
+        stat = os.fstat(fd)
+        if stat.st_size != self._size or stat.st_mtime_ns != self._mtime_ns:
+            os.close(fd)
+            raise DatasetError(
+                "the file changed after the dataset was loaded (its size or "
+                "modification time differ), so its examples can no longer be "
+                "found. Leave the file alone during a run, then run again.",
+                path=self._path,
+            )
+        winner = self._fds.setdefault(os.getpid(), fd)
+        if winner != fd:  # another thread opened it first
+            os.close(fd)
+        return winner
+
+
+def _close_own_fds(fds: dict[int, int]) -> None:
+    """Close the descriptor this process opened (a forked child's copy of the
+    parent's is the parent's business)."""
+    fd = fds.pop(os.getpid(), None)
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+# ----------------------------------------------------------------------- loading
+
+
+def load_local(
+    path: str | os.PathLike[str],
+    *,
+    tag: str | None = None,
+    family: str | None = None,
+) -> LocalDataset:
+    """Read and validate a local ``.jsonl``, ``.json`` or ``.csv`` dataset.
+
+    :param path: the file. A relative path is relative to the current directory.
+    :param tag: the dataset tag set on examples without a ``dataset`` field;
+        default: the file's stem (``"qa"`` for ``data/qa.jsonl``).
+    :param family: the family of every example (see
+        :data:`~pytest_context_bench.datasets.families.FAMILIES`). Default: the
+        ``task`` field of the first example, else ``"qa"``. An example's own ``task``
+        may not contradict it.
+    :returns: the dataset, validated: every example matches its family's schema and
+        every id is unique.
+    :raises DatasetError: when the file is missing, unreadable, of another type,
+        empty, not UTF-8, not parseable, or holds an invalid example, a duplicate id
+        or an unknown or contradictory family. The message names the file, the line
+        and the field.
+    :raises ConfigError: when ``tag`` is given but is not a non-empty string.
+    """
+    name = os.fspath(path)
+    if tag is not None and (not isinstance(tag, str) or not tag):
+        raise ConfigError(f"tag= must be a non-empty string, got {tag!r}.")
+    if family is not None and family not in PRIMARY_SCORE:
+        raise DatasetError(
+            f"family {family!r} is not a known family{_did_you_mean(family, FAMILIES)}"
+            f" Use one of: {', '.join(FAMILIES)}.",
+            path=name,
+        )
+    try:
+        handle = open(name, "rb")
+    except FileNotFoundError:
+        where = ""
+        if not os.path.isabs(name):
+            where = (
+                f" (a relative path is read from the current directory, {os.getcwd()})"
+            )
+        raise DatasetError(
+            f"the file does not exist{where}. Check the path.", path=name
+        ) from None
+    except IsADirectoryError:
+        raise DatasetError(
+            "this is a directory, not a file. Give the path of a .jsonl, .json or "
+            ".csv file.",
+            path=name,
+        ) from None
+    except OSError as exc:
+        raise DatasetError(
+            f"the file cannot be read ({exc.strerror}). Check its permissions.",
+            path=name,
+        ) from None
+    with handle:
+        suffix = os.path.splitext(name)[1].lower()
+        if suffix not in SUPPORTED_SUFFIXES:
+            shown = f"'{suffix}'" if suffix else "no extension"
+            raise DatasetError(
+                f"a local dataset must be a .jsonl, .json or .csv file, and this one "
+                f"has {shown}. Rename or convert the file.",
+                path=name,
+            )
+        if tag is None:
+            tag = os.path.splitext(os.path.basename(name))[0]
+        if suffix == ".jsonl":
+            stat = os.fstat(handle.fileno())
+            collector = _Collector(name, family, _JSONL)
+            fingerprint, spans = _read_jsonl(handle, collector)
+            return LocalDataset(
+                path=name,
+                tag=tag,
+                family=collector.family_or_default(),
+                fingerprint=fingerprint,
+                ids=collector.ids,
+                lines=collector.lines,
+                spans=spans,
+                stat=stat,
+            )
+        data = handle.read()
+    fingerprint = hashlib.sha256(data).hexdigest()
+    text = _decode_whole(name, data)
+    kind = _JSON if suffix == ".json" else _CSV
+    collector = _Collector(name, family, kind)
+    if kind is _JSON:
+        records = _read_json(name, text, collector)
+    else:
+        records = _read_csv(name, text, collector)
+    return LocalDataset(
+        path=name,
+        tag=tag,
+        family=collector.family_or_default(),
+        fingerprint=fingerprint,
+        ids=collector.ids,
+        lines=collector.lines,
+        records=records,
+        flat=kind is _CSV,
+    )
+
+
+class _Kind:
+    """How messages name the parts of one file format."""
+
+    def __init__(self, suffix: str, unit: str, fallback_id: str) -> None:
+        self.suffix = suffix
+        self.unit = unit  # "line", "row", "example"
+        self.fallback_id = fallback_id
+
+
+_JSONL: Final = _Kind(".jsonl", "line", "its line number")
+_JSON: Final = _Kind(".json", "example", "its position in the list")
+_CSV: Final = _Kind(".csv", "row", "the line its row starts on")
+
+
+class _Collector:
+    """Checks examples one by one (object, family, schema, id) and keeps ids and lines."""
+
+    def __init__(self, path: str, family: str | None, kind: _Kind) -> None:
+        self.path = path
+        self.kind = kind
+        self.family: str | None = family
+        self.family_reason = f"given as family={family!r}"
+        self.ids: list[str] = []
+        self.lines: array[int] = array("q")
+        self.positions_only = False
+        self._seen: dict[str, int] = {}
+
+    def family_or_default(self) -> str:
+        return self.family if self.family is not None else DEFAULT_FAMILY
+
+    def where(self, index: int) -> str:
+        """Name the ``index``-th example collected so far, for a message."""
+        if self.kind is _JSON:
+            if self.positions_only:
+                return f"example {index + 1}"
+            return f"example {index + 1} (line {self.lines[index]})"
+        if self.kind is _CSV:
+            return f"the row on line {self.lines[index]}"
+        return f"line {self.lines[index]}"
+
+    def fail(self, message: str, line: int, label: str) -> DatasetError:
+        unit = self.kind.unit
+        return DatasetError(
+            f"{label}{message}. Fix the {unit} or drop it.",
+            path=self.path,
+            line=None if self.positions_only else line,
+        )
+
+    def add(self, example: Any, line: int, fallback_id: int, label: str = "") -> None:
+        """Check one example and record its id and line (``label`` prefixes messages)."""
+        if type(example) is not dict:
+            if self.kind is _JSON:
+                what = (
+                    f"this is {_json_kind(example)}, not a JSON object; the list of a "
+                    ".json dataset holds one object per example"
+                )
+            else:
+                what = (
+                    f"the line holds {_json_kind(example)}, not a JSON object; each "
+                    "line of a .jsonl file must be one object (one example)"
+                )
+            raise self.fail(what, line, label)
+        task = example.get("task")
+        family = self.family
+        if family is None:  # the first example decides
+            if type(task) is str:
+                self._check_known(task, line, label)
+                family = task
+                self.family_reason = (
+                    f"taken from the 'task' field of {self._here(line, fallback_id)}"
+                )
+            else:
+                family = DEFAULT_FAMILY
+                self.family_reason = (
+                    f"the default, because the first example "
+                    f"({self._here(line, fallback_id)}) has no 'task' field"
+                )
+            self.family = family
+        elif type(task) is str and task != family:
+            self._check_known(task, line, label)
+            raise DatasetError(
+                f"{label}field 'task' is {task!r}, but this file's family is "
+                f"{family!r} ({self.family_reason}); all examples of one file are one "
+                "family. Make the 'task' fields agree, or split the file.",
+                path=self.path,
+                line=None if self.positions_only else line,
+            )
+        error = example_error(family, example)
+        if error is not None:
+            raise self.fail(error, line, label)
+        ident = example.get("id")
+        if ident is None:
+            key = str(fallback_id)
+        elif type(ident) is str:
+            key = ident
+        elif isinstance(ident, float):  # an integral float: the schema's "integer"
+            key = str(int(ident))
+        else:
+            key = str(ident)
+        index = len(self.ids)
+        first = self._seen.setdefault(key, index)
+        if first != index:
+            raise DatasetError(
+                f"{label}id {key!r} is already used by {self.where(first)}; ids must be "
+                f"unique within a dataset (an example without an 'id' field gets "
+                f"{self.kind.fallback_id} as id). Give one of the two another id.",
+                path=self.path,
+                line=None if self.positions_only else line,
+            )
+        self.ids.append(key)
+        self.lines.append(line)
+
+    def _here(self, line: int, fallback_id: int) -> str:
+        if self.kind is _JSON:
+            return f"example {fallback_id}"
+        if self.kind is _CSV:
+            return f"the row on line {line}"
+        return f"line {line}"
+
+    def _check_known(self, task: str, line: int, label: str) -> None:
+        if task not in PRIMARY_SCORE:
+            raise DatasetError(
+                f"{label}field 'task' is {task!r}, which is not a known family"
+                f"{_did_you_mean(task, FAMILIES)} Use one of: {', '.join(FAMILIES)}, "
+                "or drop the field.",
+                path=self.path,
+                line=None if self.positions_only else line,
+            )
+
+
+def _did_you_mean(word: str, choices: tuple[str, ...] | list[str]) -> str:
+    """``". Did you mean 'qa'?"`` or ``"."``."""
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f". Did you mean {close[0]!r}?" if close else "."
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return "a string"
+    return describe_value(value)
+
+
+def _utf8_error(
+    path: str, data: bytes, exc: UnicodeDecodeError, base_line: int
+) -> DatasetError:
+    line = base_line + data.count(b"\n", 0, exc.start)
+    line_start = data.rfind(b"\n", 0, exc.start) + 1
+    return DatasetError(
+        f"the file is not valid UTF-8: byte 0x{data[exc.start]:02x}, byte "
+        f"{exc.start - line_start + 1} of the line, cannot be decoded "
+        f"({exc.reason}). Save the file as UTF-8.",
+        path=path,
+        line=line,
+    )
+
+
+def _decode_whole(path: str, data: bytes) -> str:
+    body = data.removeprefix(_BOM)
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _utf8_error(path, body, exc, 1) from None
+
+
+def _read_jsonl(
+    handle: io.BufferedReader, collector: _Collector
+) -> tuple[str, tuple[array[int], array[int]]]:
+    """Stream a .jsonl file: hash it, check each example, keep only where it lies."""
+    path = collector.path
+    hasher = hashlib.sha256()
+    offsets: array[int] = array("q")
+    lengths: array[int] = array("q")
+    add = collector.add
+    loads = json.loads
+    offset = 0
+    line = 0
+    for raw in handle:
+        line += 1
+        hasher.update(raw)
+        start = offset
+        offset += len(raw)
+        if line == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+            start += len(_BOM)
+        if not raw or raw.isspace():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _utf8_error(path, raw, exc, line) from None
+        try:
+            example = loads(text)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(
+                f"the line is not valid JSON: {exc.msg} at column {exc.colno}. Fix the "
+                "line or drop it (each line of a .jsonl file is one JSON object).",
+                path=path,
+                line=line,
+            ) from None
+        add(example, line, line)
+        offsets.append(start)
+        lengths.append(len(raw))
+    if not collector.ids:
+        raise DatasetError(
+            "the file holds no examples (it is empty or has only blank lines). "
+            "Add at least one example, one JSON object per line.",
+            path=path,
+        )
+    return hasher.hexdigest(), (offsets, lengths)
+
+
+# ---------------------------------------------------------------------- .json
+
+
+class _NotWalkable(Exception):
+    """The quick walk of a .json document met something it does not handle."""
+
+
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+_DECODER: Final = json.JSONDecoder()
+
+
+def _skip(text: str, index: int) -> int:
+    match = _WHITESPACE.match(text, index)
+    assert match is not None
+    return match.end()
+
+
+def _walk_array(text: str, index: int) -> tuple[list[Any], list[int], int]:
+    """Decode the array opening at ``index``; return items, item offsets, end."""
+    items: list[Any] = []
+    starts: list[int] = []
+    index = _skip(text, index + 1)
+    if text.startswith("]", index):
+        return items, starts, index + 1
+    while True:
+        starts.append(index)
+        item, index = _DECODER.raw_decode(text, index)
+        items.append(item)
+        index = _skip(text, index)
+        if text.startswith(",", index):
+            index = _skip(text, index + 1)
+        elif text.startswith("]", index):
+            return items, starts, index + 1
+        else:
+            raise _NotWalkable
+
+
+def _walk_json(text: str) -> tuple[list[Any], list[int]]:
+    """Decode a .json dataset, noting where each example starts.
+
+    Handles a top-level list, or an object whose (last) ``"examples"`` field is a
+    list. Raises :class:`_NotWalkable` for anything else, valid or not.
+    """
+    try:
+        index = _skip(text, 0)
+        found: tuple[list[Any], list[int]] | None = None
+        if text.startswith("[", index):
+            items, starts, index = _walk_array(text, index)
+            found = items, starts
+        elif text.startswith("{", index):
+            index = _skip(text, index + 1)
+            if text.startswith("}", index):
+                raise _NotWalkable
+            while True:
+                if not text.startswith('"', index):
+                    raise _NotWalkable
+                key, index = _DECODER.raw_decode(text, index)
+                index = _skip(text, index)
+                if not text.startswith(":", index):
+                    raise _NotWalkable
+                index = _skip(text, index + 1)
+                if key == "examples" and text.startswith("[", index):
+                    items, starts, index = _walk_array(text, index)
+                    found = items, starts
+                else:
+                    _, index = _DECODER.raw_decode(text, index)
+                    if key == "examples":
+                        found = None
+                index = _skip(text, index)
+                if text.startswith(",", index):
+                    index = _skip(text, index + 1)
+                elif text.startswith("}", index):
+                    index += 1
+                    break
+                else:
+                    raise _NotWalkable
+        if found is None or _skip(text, index) != len(text):
+            raise _NotWalkable
+        return found
+    except ValueError:  # json.JSONDecodeError
+        raise _NotWalkable from None
+
+
+def _json_examples(path: str, text: str) -> list[Any]:
+    """Parse a .json dataset the plain way, for precise errors (no line per example)."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if exc.msg == "Extra data":
+            hint = " If it holds one JSON object per line, name it .jsonl."
+        raise DatasetError(
+            f"the file is not valid JSON: {exc.msg} at column {exc.colno}.{hint} "
+            "Fix the file.",
+            path=path,
+            line=exc.lineno,
+        ) from None
+    shape = (
+        "a .json dataset is a list of example objects, or an object whose "
+        "'examples' field is that list"
+    )
+    if isinstance(document, list):
+        return document
+    if isinstance(document, dict):
+        if "examples" not in document:
+            raise DatasetError(
+                f"the top-level object has no 'examples' field; {shape}. Fix the file.",
+                path=path,
+            )
+        examples = document["examples"]
+        if isinstance(examples, list):
+            return examples
+        raise DatasetError(
+            f"the 'examples' field holds {_json_kind(examples)}, not a list; {shape}. "
+            "Fix the file.",
+            path=path,
+        )
+    raise DatasetError(
+        f"the file holds {_json_kind(document)}; {shape}. Fix the file.", path=path
+    )
+
+
+def _read_json(path: str, text: str, collector: _Collector) -> list[dict[str, Any]]:
+    if not text.strip():
+        raise DatasetError(
+            "the file is empty; a .json dataset is a list of example objects. Add "
+            "at least one example.",
+            path=path,
+        )
+    try:
+        examples, starts = _walk_json(text)
+    except _NotWalkable:
+        examples = _json_examples(path, text)
+        starts = []
+        collector.positions_only = True
+    if not examples:
+        raise DatasetError(
+            "the list of examples is empty. Add at least one example.", path=path
+        )
+    lines: list[int] = []
+    line = 1
+    previous = 0
+    for start in starts:
+        line += text.count("\n", previous, start)
+        previous = start
+        lines.append(line)
+    for position, example in enumerate(examples, 1):
+        at = lines[position - 1] if lines else position
+        collector.add(example, at, position, label=f"example {position}: ")
+    return examples
+
+
+# ----------------------------------------------------------------------- .csv
+
+
+@contextlib.contextmanager
+def _csv_field_limit() -> Iterator[None]:
+    """Lift the csv module's 128 KiB cell limit for the parse (contexts are long)."""
+    previous = csv.field_size_limit()
+    csv.field_size_limit(max(previous, _CSV_FIELD_LIMIT))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _read_csv(path: str, text: str, collector: _Collector) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    header: list[str] | None = None
+    header_line = 0
+    reader = csv.reader(io.StringIO(text, newline=""))
+    line_after = 0
+    with _csv_field_limit():
+        while True:
+            start = line_after + 1
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise DatasetError(
+                    f"the file is not valid CSV: {exc}. Fix the row.",
+                    path=path,
+                    line=reader.line_num,
+                ) from None
+            line_after = reader.line_num
+            if not any(row):  # a blank line, or a row of empty cells
+                continue
+            if header is None:
+                header = _csv_header(path, row, start)
+                header_line = start
+                continue
+            example: dict[str, Any] = {}
+            for column, cell in enumerate(row):
+                if not cell:
+                    continue
+                name = header[column] if column < len(header) else ""
+                if not name:
+                    raise DatasetError(
+                        f"the row has a value in column {column + 1}, which has no "
+                        f"name in the header (line {header_line}). Name the column "
+                        "in the header, or remove the value.",
+                        path=path,
+                        line=start,
+                    )
+                example[name] = cell
+            collector.add(example, start, start)
+            records.append(example)
+    if header is None:
+        raise DatasetError(
+            "the file is empty; a .csv dataset needs a header row and one row per "
+            "example. Add them.",
+            path=path,
+        )
+    if not records:
+        raise DatasetError(
+            f"the file has a header row (line {header_line}) but no examples. Add at "
+            "least one row.",
+            path=path,
+        )
+    return records
+
+
+def _csv_header(path: str, row: list[str], line: int) -> list[str]:
+    names = [cell.strip() for cell in row]
+    seen: dict[str, int] = {}
+    for column, name in enumerate(names, 1):
+        if not name:
+            continue
+        if name in seen:
+            raise DatasetError(
+                f"the header names column {name!r} twice (columns {seen[name]} and "
+                f"{column}). Rename one of them.",
+                path=path,
+                line=line,
+            )
+        seen[name] = column
+    return names

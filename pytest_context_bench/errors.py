@@ -1,0 +1,54 @@
+"""The exceptions pytest-context-bench raises, all in one hierarchy.
+
+::
+
+    CtxBenchError                 base of everything below; catch this to catch ours
+    ├── ConfigError               a bad option, ini value, marker argument or API argument
+    ├── DatasetError              a dataset that cannot be found, read or validated
+    │                             (names the file, the line and the field)
+    └── SystemLoadError           a System import path that does not resolve, or two
+                                  systems sharing a name
+
+Every message is a full sentence that names what is wrong (the option, the file and
+line, the import path) and says how to fix it. The pytest plugin turns each of them
+into one ``pytest.UsageError`` line (exit status 4); the core never imports pytest.
+
+Errors raised *by a System or an evaluator while an example runs* are not wrapped in
+these classes: they are caught by the engine and recorded in that example's row
+(``EvalRow.error``), so one bad example never stops a run.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CtxBenchError", "ConfigError", "DatasetError", "SystemLoadError"]
+
+
+class CtxBenchError(Exception):
+    """Base class of every exception raised by pytest-context-bench."""
+
+
+class ConfigError(CtxBenchError, ValueError):
+    """An option, ini value, marker argument or API argument has a bad value."""
+
+
+class DatasetError(CtxBenchError):
+    """A dataset cannot be located, read, parsed or validated.
+
+    :param message: what is wrong and how to fix it.
+    :param path: the file (or dataset name) concerned, when there is one.
+    :param line: the 1-based line (or record) number, when there is one.
+    """
+
+    def __init__(
+        self, message: str, *, path: str | None = None, line: int | None = None
+    ) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class SystemLoadError(CtxBenchError):
+    """A System cannot be imported or built, or two systems share one name."""

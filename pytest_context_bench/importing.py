@@ -1,0 +1,86 @@
+"""Resolve ``package.module:attribute`` import paths (systems, tokenizers)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .errors import ConfigError, SystemLoadError
+
+__all__ = ["import_object", "load_system"]
+
+
+def import_object(path: str, *, what: str = "object") -> Any:
+    """Import ``package.module:attr.sub`` (``package.module.attr`` is accepted too).
+
+    :raises ConfigError: the path is malformed, the module or the attribute is
+        missing; the message says which and shows the expected form.
+    """
+    if ":" in path:
+        module_name, _, attr_path = path.partition(":")
+    else:
+        module_name, _, attr_path = path.rpartition(".")
+    if not module_name or not attr_path:
+        raise ConfigError(
+            f"{what} {path!r} is not an import path; expected 'package.module:name'."
+        )
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"cannot import module {module_name!r} for {what} {path!r}: {exc}. Check"
+            " the spelling and that the module is importable (installed, or on"
+            " sys.path / pytest's rootdir)."
+        ) from exc
+    except Exception as exc:
+        raise ConfigError(
+            f"importing module {module_name!r} for {what} {path!r} raised"
+            f" {type(exc).__name__}: {exc}."
+        ) from exc
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(
+                f"module {module_name!r} has no attribute {attr_path!r} (from {what}"
+                f" {path!r})."
+            ) from None
+    return obj
+
+
+def load_system(path: str) -> Any:
+    """Import a System from ``package.module:name``.
+
+    ``name`` may be a System instance, a class or a zero-argument factory; a class or
+    factory is called once. The result must have ``name`` and ``process``.
+
+    :raises SystemLoadError: anything goes wrong, with the import path in the message.
+    """
+    try:
+        obj = import_object(path, what="system")
+    except ConfigError as exc:
+        raise SystemLoadError(str(exc)) from exc
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "process")):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise SystemLoadError(
+                f"building system {path!r} raised {type(exc).__name__}: {exc}."
+            ) from exc
+    check_system(obj, origin=path)
+    return obj
+
+
+def check_system(obj: Any, *, origin: str) -> None:
+    """Raise SystemLoadError unless ``obj`` has a str ``name`` and a ``process``."""
+    name = getattr(obj, "name", None)
+    if not callable(getattr(obj, "process", None)):
+        raise SystemLoadError(
+            f"system {origin!r} ({type(obj).__name__}) has no process(example) method;"
+            " a System needs `name` and `process(example) -> dict`."
+        )
+    if not isinstance(name, str) or not name:
+        raise SystemLoadError(
+            f"system {origin!r} ({type(obj).__name__}) needs a non-empty str `name`"
+            f" attribute, got {name!r}."
+        )

@@ -1,0 +1,169 @@
+"""Token metrics: CompressionRatio, CostOfPass, and the cross-system ParetoRank."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .scores import _check_field, _check_threshold, _passes
+from .stats import mean
+
+if TYPE_CHECKING:
+    from ..results import EvalRow
+
+__all__ = ["CompressionRatio", "CostOfPass", "ParetoRank"]
+
+
+@dataclass
+class CompressionRatio:
+    """How much a System shrinks its prompt: ``1 - sum(output) / sum(input)``.
+
+    Returns ``compression_ratio``, ``mean_input_tokens`` and ``mean_output_tokens``
+    over the rows that did not error (an errored row has no meaningful output). A
+    positive ratio is compression, a negative one expansion.
+
+    Differences from upstream: errored rows are left out; an input sum of 0, or no
+    rows, gives ``nan`` rather than 0.0 (which would read as "no compression").
+    """
+
+    name = "compression_ratio"
+
+    def compute(self, rows: list[EvalRow]) -> dict[str, float]:
+        """:param rows: the rows of one system."""
+        ok = [r for r in rows if r.error is None]
+        total_in = sum(r.input_tokens for r in ok)
+        total_out = sum(r.output_tokens for r in ok)
+        # A ratio of sums, not a mean of ratios: long examples weigh more, and a row
+        # with 0 input tokens cannot blow it up.
+        ratio = 1.0 - total_out / total_in if total_in else math.nan
+        return {
+            "compression_ratio": float(ratio),
+            "mean_input_tokens": mean(r.input_tokens for r in ok),
+            "mean_output_tokens": mean(r.output_tokens for r in ok),
+        }
+
+
+@dataclass
+class CostOfPass:
+    """Output tokens spent per passing example: ``cost_of_pass``, ``num_passing``.
+
+    ``cost_of_pass = sum(output_tokens over every row) / num_passing``; errored rows
+    count in the cost (their tokens were spent) and never pass. No passing row (or no
+    row) gives ``inf``. Lower is better (arXiv:2504.13359).
+
+    :param threshold: the inclusive pass mark, as :class:`~.scores.PassRate`.
+    :param score_field: as in :class:`~.scores.MeanScore`; rows without the field
+        never pass.
+
+    Differences from upstream: ``num_passing`` is always a float (upstream returned
+    int 0 with no rows) and the default field is each row's primary field.
+    """
+
+    threshold: float = 0.7
+    score_field: str | None = None
+    name = "cost_of_pass"
+
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
+        _check_field(self.score_field)
+
+    def compute(self, rows: list[EvalRow]) -> dict[str, float]:
+        """:param rows: the rows of one system."""
+        total_out = sum(r.output_tokens for r in rows)
+        passing = sum(1 for r in rows if _passes(r, self.threshold, self.score_field))
+        cost = total_out / passing if passing else math.inf
+        return {"cost_of_pass": float(cost), "num_passing": float(passing)}
+
+
+def _point(
+    values: Mapping[str, float], quality_field: str, cost_field: str
+) -> tuple[float, float]:
+    """(quality, cost) of one system; missing or nan is the worst possible value."""
+    q = values.get(quality_field)
+    c = values.get(cost_field)
+    quality = -math.inf if q is None or math.isnan(float(q)) else float(q)
+    cost = math.inf if c is None or math.isnan(float(c)) else float(c)
+    return quality, cost
+
+
+def _dominates(b: tuple[float, float], a: tuple[float, float]) -> bool:
+    """True when ``b`` is at least as good as ``a`` on both axes and better on one."""
+    return b[0] >= a[0] and b[1] <= a[1] and (b[0] > a[0] or b[1] < a[1])
+
+
+@dataclass
+class ParetoRank:
+    """Pareto front of each system on (quality up, cost down).
+
+    A ranking needs every system, so :meth:`compute` (one system's rows) returns
+    ``{}``; :func:`~pytest_context_bench.metrics.summarize` calls
+    :meth:`compute_across` on the finished summary, which adds ``pareto_rank``.
+
+    :param quality_field: the summary key to maximise.
+    :param cost_field: the summary key to minimise.
+
+    Differences from upstream: the rank is the front number of non-dominated sorting
+    (1 = the Pareto front, 2 = the front once rank 1 is removed, ...), not
+    ``1 + the number of systems that dominate it``; a(0.9, 100), b(0.8, 50),
+    c(0.7, 200) give a=1, b=1, c=2 (upstream: c=3). A missing or nan quality counts
+    as ``-inf`` (upstream: 0) and a missing or nan cost as ``inf``. Identical points
+    share a rank. The constructor's default quality field is ``"mean_score"``
+    (upstream: ``"score"``, which no metric produces); :meth:`compute` returns ``{}``
+    instead of a placeholder 0.0.
+    """
+
+    quality_field: str = "mean_score"
+    cost_field: str = "cost_of_pass"
+    name = "pareto_rank"
+
+    def compute(self, rows: list[EvalRow]) -> dict[str, float]:
+        """Always ``{}``: one system's rows cannot be ranked.
+
+        :param rows: ignored.
+        """
+        return {}
+
+    @staticmethod
+    def rank_systems(
+        summary: Mapping[str, Mapping[str, float]],
+        quality_field: str = "mean_score",
+        cost_field: str = "cost_of_pass",
+    ) -> dict[str, int]:
+        """Front number of every system, by non-dominated sorting.
+
+        System B dominates A when ``q_B >= q_A`` and ``c_B <= c_A`` with at least one
+        of them strict.
+
+        :param summary: ``{system: {key: value}}``, e.g. ``EvalResult.summary``.
+        :param quality_field: the key to maximise.
+        :param cost_field: the key to minimise.
+        :return: ``{system: rank}`` in the summary's order, ranks starting at 1.
+        """
+        points = {s: _point(v, quality_field, cost_field) for s, v in summary.items()}
+        ranks: dict[str, int] = {}
+        remaining = list(points)
+        front = 0
+        # O(n^2) per front; the number of systems in a run is small.
+        while remaining:
+            front += 1
+            current = [
+                s
+                for s in remaining
+                if not any(_dominates(points[o], points[s]) for o in remaining)
+            ]
+            for s in current:
+                ranks[s] = front
+            remaining = [s for s in remaining if s not in ranks]
+        return {s: ranks[s] for s in points}
+
+    def compute_across(
+        self, summary: Mapping[str, Mapping[str, float]]
+    ) -> dict[str, dict[str, float]]:
+        """``{system: {"pareto_rank": float(rank)}}`` using this instance's fields.
+
+        :param summary: ``{system: {key: value}}`` for every system of the run.
+        """
+        ranks = self.rank_systems(summary, self.quality_field, self.cost_field)
+        return {s: {"pareto_rank": float(r)} for s, r in ranks.items()}

@@ -1,0 +1,284 @@
+"""The pytest plugin (entry point ``ctxbench``; disable with ``-p no:ctxbench``).
+
+The only code that imports pytest. Hooks stay thin: each reads the per-config state
+(``config.stash[STATE_KEY]``) and calls one function of ``collection``,
+``recording``, ``transport`` or ``session``. The plugin does nothing unless asked:
+without a ``--ctxbench-*`` option, an ini key or a ``ctxbench`` marker it adds no
+items, no output and no cost beyond parsing its options.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generator
+
+import pytest
+
+from .. import __version__
+from ..engine import check_unique_names
+from ..errors import CtxBenchError
+from ..importing import load_system
+from ..tokens import get_tokenizer, resolve_tokenizer
+from .collection import (
+    MARKER,
+    DatasetCache,
+    ExampleRef,
+    SuiteSpec,
+    build_cli_collector,
+    parametrize,
+    spec_from_marker,
+    spec_from_settings,
+)
+from .options import DATASET, SYSTEM, TOKENIZER, Settings, addoptions
+from .recording import Recorder, row_status
+from .session import Controller, CtxBenchWarning, is_worker
+from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
+
+__all__ = ["CtxBenchWarning", "STATE_KEY"]
+
+
+@dataclass
+class State:
+    settings: Settings
+    systems: tuple[Any, ...] = ()
+    cli_spec: SuiteSpec | None = None
+    cache: DatasetCache = field(default_factory=DatasetCache)
+    specs: dict[str, SuiteSpec] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    controller: Controller | None = None
+    _tokenizer: Callable[[str], int] | None = None
+
+    def tokenizer(self) -> Callable[[str], int]:
+        if self._tokenizer is None:
+            spec = self.settings.tokenizer
+            self._tokenizer = resolve_tokenizer(spec) if spec else get_tokenizer()
+        return self._tokenizer
+
+
+STATE_KEY = pytest.StashKey[State]()
+RECORDER_KEY = pytest.StashKey[Recorder]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    addoptions(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(dataset, limit=None, score_field=None, threshold=0.7,"
+        " min_pass_rate=None, min_mean_score=None, max_cost_of_pass=None,"
+        " max_error_rate=None, strict=False, text_fields=None, evaluators=None):"
+        " run the test once per example of the dataset(s); the test takes"
+        " ctxbench_example and hands its result to ctxbench_record.",
+    )
+    settings = Settings.from_config(config)
+    state = State(settings)
+    try:
+        if settings.systems:
+            state.systems = tuple(load_system(path) for path in settings.systems)
+            check_unique_names(state.systems)
+        if settings.tokenizer:
+            state.tokenizer()
+        if settings.datasets:
+            datasets = state.cache.load_all(
+                settings.datasets, (settings.dataset_base,), DATASET.flag
+            )
+            state.cli_spec = spec_from_settings(settings, datasets)
+    except CtxBenchError as exc:
+        flag = TOKENIZER.flag if settings.tokenizer and "okenizer" in str(exc) else SYSTEM.flag
+        raise pytest.UsageError(f"{flag}: {exc}") from None
+    if settings.json_path is not None and not is_worker(config):
+        parent = settings.json_path.parent
+        if parent.exists() and not parent.is_dir():
+            raise pytest.UsageError(f"--ctxbench-json: {parent} is not a directory")
+    if not is_worker(config):
+        # Registered as a plugin so that it receives pytest_runtest_logreport for every
+        # report, including those xdist replays from the workers.
+        state.controller = Controller(settings, __version__)
+        config.pluginmanager.register(state.controller, "ctxbench-controller")
+    config.stash[STATE_KEY] = state
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.controller is not None:
+        config.pluginmanager.unregister(state.controller)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None or state.cli_spec is None:
+        return None
+    ds = ", ".join(f"{d.tag} ({len(d)})" for d in state.cli_spec.datasets)
+    systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
+    return [f"ctxbench: datasets {ds}; systems {systems}"]
+
+
+def _defer(state: State, message: str) -> None:
+    if message not in state.errors:
+        state.errors.append(message)
+
+
+def _uses_default_system_fixture(metafunc: pytest.Metafunc) -> bool:
+    defs = getattr(metafunc, "_arg2fixturedefs", {}).get("ctxbench_system")
+    return bool(defs) and getattr(defs[-1], "func", None) is ctxbench_system.__wrapped__  # type: ignore[attr-defined]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = metafunc.config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    takes_example = "ctxbench_example" in metafunc.fixturenames
+    nodeid = metafunc.definition.nodeid
+    if marker is None:
+        if takes_example:
+            _defer(state, f"{nodeid} takes ctxbench_example but has no @pytest.mark.{MARKER}(dataset=...) marker")
+        return
+    if not takes_example:
+        _defer(state, f"{nodeid} is marked @pytest.mark.{MARKER} but does not take the ctxbench_example fixture")
+        return
+    if marker.kwargs.get("_cli"):
+        spec = state.cli_spec
+        assert spec is not None
+        if not state.systems and _uses_default_system_fixture(metafunc):
+            _defer(
+                state,
+                f"{DATASET.flag} needs a System: pass {SYSTEM.flag}=package.module:obj or"
+                " define a `ctxbench_system` fixture in conftest.py",
+            )
+            return
+    else:
+        try:
+            spec = spec_from_marker(marker, metafunc.definition, state.settings, state.cache)
+        except pytest.UsageError as exc:
+            _defer(state, str(exc))
+            return
+    state.specs[spec.origin] = spec
+    parametrize(metafunc, spec, state.systems)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is None:
+        return
+    if state.cli_spec is not None:
+        collector = build_cli_collector(session)
+        items.extend(session.genitems(collector))
+    if state.errors:
+        raise pytest.UsageError(*state.errors)
+
+
+@pytest.fixture
+def ctxbench_example(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The example this test runs on (a fresh dict); see ``@pytest.mark.ctxbench``."""
+    ref = getattr(request, "param", None)
+    if not isinstance(ref, ExampleRef):
+        pytest.fail(
+            f"ctxbench_example is only available in tests marked @pytest.mark.{MARKER}(dataset=...)",
+            pytrace=False,
+        )
+    state = request.config.stash[STATE_KEY]
+    request.node.stash[RECORDER_KEY] = Recorder(ref, state.tokenizer(), state.systems)
+    return ref.load()
+
+
+@pytest.fixture
+def ctxbench_record(request: pytest.FixtureRequest, ctxbench_example: dict[str, Any]) -> Recorder:
+    """Scores the processed example: ``ctxbench_record({**ctxbench_example, "response": text})``."""
+    recorder = request.node.stash[RECORDER_KEY]
+    recorder._start = time.perf_counter()
+    return recorder
+
+
+@pytest.fixture
+def ctxbench_system(request: pytest.FixtureRequest) -> Any:
+    """The System(s) from ``--ctxbench-system``; override it in conftest.py to build your own."""
+    state = request.config.stash[STATE_KEY]
+    if not state.systems:
+        pytest.fail(
+            f"no System configured: pass {SYSTEM.flag}=package.module:obj or define a"
+            " `ctxbench_system` fixture in conftest.py",
+            pytrace=False,
+        )
+    return state.systems[0] if len(state.systems) == 1 else list(state.systems)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when == "call":
+        recorder = item.stash.get(RECORDER_KEY, None)
+        if recorder is not None:
+            _attach(report, recorder)
+    return report
+
+
+def _attach(report: pytest.TestReport, recorder: Recorder) -> None:
+    spec = recorder.spec
+    if not recorder.rows:
+        if report.passed:
+            report.outcome = "failed"
+            report.longrepr = (
+                "the test took ctxbench_example but never called"
+                " ctxbench_record(processed): nothing was scored"
+            )
+        return
+    rows = []
+    statuses = []
+    for sys_pos, row in recorder.rows:
+        status = row_status(row, spec.threshold)
+        statuses.append(status)
+        rows.append(
+            {
+                "suite": spec.suite_label(row.system),
+                "order": [sys_pos, recorder.ref.ds_pos, recorder.ref.index],
+                "status": status,
+                "row": row.to_dict(),
+            }
+        )
+    overall = next((s for s in ("error", "below", "unscored") if s in statuses), "pass")
+    if overall == "below" and spec.strict and report.passed:
+        report.outcome = "failed"
+        lines = [
+            f"{r.system}: {r.metadata.get('score_field')} = {r.scores.get(r.metadata.get('score_field', 'f1'), float('nan')):.4f}"
+            f" < threshold {spec.threshold:g}"
+            for (_, r), st in zip(recorder.rows, statuses)
+            if st == "below"
+        ]
+        report.longrepr = "below threshold (--ctxbench-strict):\n" + "\n".join(lines)
+    payload = {"v": WIRE_VERSION, "status": overall, "suite": spec.wire(), "rows": rows}
+    setattr(report, REPORT_ATTR, ensure_wire_safe(payload))
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    if report.when != "call":
+        return None
+    payload = getattr(report, REPORT_ATTR, None)
+    if not isinstance(payload, dict):
+        return None
+    status = payload.get("status")
+    if status == "error" and report.failed:
+        return "error", "E", "ERROR"
+    if status == "below" and report.passed:
+        return "below threshold", "b", ("BELOW", {"yellow": True})
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    try:
+        return (yield)
+    finally:
+        state = session.config.stash.get(STATE_KEY, None)
+        if state is not None and state.controller is not None:
+            state.controller.finish(session)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.controller is not None:
+        state.controller.terminal_summary(terminalreporter)

@@ -1,0 +1,275 @@
+"""Datasets → pytest items.
+
+Two sources of items, one mechanism (``pytest_generate_tests`` parametrizing the
+``ctxbench_example`` fixture indirectly with cheap :class:`ExampleRef` handles):
+
+* a test function marked ``@pytest.mark.ctxbench(dataset=...)``;
+* the command line (``--ctxbench-dataset``): a virtual module ``ctxbench`` holding
+  one function, ``example``, added to the collection. It hangs under the directory of
+  the first path pytest collects, so ``ctxbench_system`` fixtures from the
+  ``conftest.py`` files there are visible to it.
+
+Item ids are ``[<dataset>/<example-id>]``, prefixed by ``<system>/`` when systems come
+from ``--ctxbench-system``. Datasets are loaded once per process, locally, in a
+deterministic order, so every xdist worker collects the same items.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from ..datasets import Dataset, resolve_dataset
+from ..errors import CtxBenchError
+from .options import Settings, marker_kwargs_parsers
+
+__all__ = ["MARKER", "SuiteSpec", "ExampleRef", "CliModule", "DatasetCache"]
+
+MARKER = "ctxbench"
+CLI_ORIGIN = "cli"
+_MARKER_ARGS = marker_kwargs_parsers()
+
+
+@dataclass(frozen=True, eq=False)
+class SuiteSpec:
+    """How one origin (the CLI run, or one marked test function) is run and gated."""
+
+    origin: str
+    datasets: tuple[Dataset, ...]
+    default_system: str | None
+    limit: int | None
+    score_field: str | None
+    threshold: float
+    limits: dict[str, float | None]
+    strict: bool
+    text_fields: tuple[str, ...] | None
+    evaluators: tuple[Any, ...] | None = None
+    family_fields: dict[str, str] = field(default_factory=dict)
+
+    def primary_field(self, ds: Dataset) -> str:
+        return self.score_field or ds.primary_score or "f1"
+
+    def suite_label(self, system: str) -> str:
+        if self.origin == CLI_ORIGIN:
+            return system
+        return self.origin if system == self.default_system else f"{self.origin}[{system}]"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "origin": self.origin,
+            "threshold": self.threshold,
+            "score_field": self.score_field,
+            "limits": dict(self.limits),
+            "strict": self.strict,
+            "datasets": [ds.tag for ds in self.datasets],
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class ExampleRef:
+    """A handle on one example: what an item holds until its test runs."""
+
+    spec: SuiteSpec
+    ds_pos: int
+    index: int
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.spec.datasets[self.ds_pos]
+
+    @property
+    def test_id(self) -> str:
+        ds = self.dataset
+        return f"{ds.tag}/{ds.ids[self.index]}"
+
+    def load(self) -> dict[str, Any]:
+        return self.dataset[self.index]
+
+    def __repr__(self) -> str:
+        return f"<example {self.test_id}>"
+
+
+class DatasetCache:
+    """Datasets loaded in this process, keyed by (resolved spec, base dir)."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[str, str], Dataset] = {}
+
+    def load(self, spec: str, base: Path) -> Dataset:
+        key = (spec, str(base))
+        ds = self._cache.get(key)
+        if ds is None:
+            ds = resolve_dataset(spec, base_dir=base)
+            self._cache[key] = ds
+        return ds
+
+    def load_all(
+        self, specs: tuple[str, ...], bases: tuple[Path, ...], where: str
+    ) -> tuple[Dataset, ...]:
+        """Load each spec; a relative path is looked up in each base in turn."""
+        out: list[Dataset] = []
+        for spec in specs:
+            base = next((b for b in bases if (b / spec).exists()), bases[0])
+            try:
+                out.append(self.load(spec, base))
+            except CtxBenchError as exc:
+                raise pytest.UsageError(f"{where}: {exc}") from None
+        tags: dict[str, Dataset] = {}
+        for ds in out:
+            if ds.tag in tags:
+                raise pytest.UsageError(
+                    f"{where}: two datasets share the tag {ds.tag!r}"
+                    f" ({tags[ds.tag].path} and {ds.path}); item ids and per-dataset"
+                    " results would mix. Rename one file."
+                )
+            tags[ds.tag] = ds
+        return tuple(out)
+
+
+def spec_from_settings(settings: Settings, datasets: tuple[Dataset, ...]) -> SuiteSpec:
+    return SuiteSpec(
+        origin=CLI_ORIGIN,
+        datasets=datasets,
+        default_system=None,
+        limit=settings.limit,
+        score_field=settings.score_field,
+        threshold=settings.threshold,
+        limits=dict(settings.limits),
+        strict=settings.strict,
+        text_fields=settings.text_fields,
+    )
+
+
+def spec_from_marker(
+    marker: pytest.Mark, definition: Any, settings: Settings, cache: DatasetCache
+) -> SuiteSpec:
+    """Validate the marker's keyword arguments and load its datasets."""
+    origin = definition.nodeid.split("[", 1)[0]
+    where_base = f"{origin}: @pytest.mark.{MARKER}"
+    if marker.args:
+        raise pytest.UsageError(
+            f"{where_base} takes keyword arguments only (dataset=..., limit=...), given"
+            f" positional {marker.args!r}"
+        )
+    values: dict[str, Any] = {}
+    for key, raw in marker.kwargs.items():
+        parser = _MARKER_ARGS.get(key)
+        if parser is None:
+            raise pytest.UsageError(
+                f"{where_base} has no keyword argument {key!r}; accepted:"
+                f" {', '.join(sorted(_MARKER_ARGS))}"
+            )
+        values[key] = parser(raw, f"{where_base}({key}=...)")
+    if "dataset" not in values:
+        raise pytest.UsageError(f"{where_base} needs dataset=... (a path or a registered name)")
+    module_dir = Path(str(definition.path)).parent
+    datasets = cache.load_all(
+        values["dataset"], (module_dir, definition.config.rootpath), where_base
+    )
+    limits = dict(settings.limits)
+    for name in limits:
+        if name in values:
+            limits[name] = values[name]
+    return SuiteSpec(
+        origin=origin,
+        datasets=datasets,
+        default_system=definition.name.split("[", 1)[0],
+        limit=values.get("limit", settings.limit),
+        score_field=values.get("score_field", settings.score_field),
+        threshold=values.get("threshold", settings.threshold),
+        limits=limits,
+        strict=values.get("strict", settings.strict),
+        text_fields=values.get("text_fields", settings.text_fields),
+        evaluators=values.get("evaluators"),
+    )
+
+
+def example_refs(spec: SuiteSpec) -> list[ExampleRef]:
+    refs = []
+    for pos, ds in enumerate(spec.datasets):
+        n = len(ds) if spec.limit is None else min(len(ds), spec.limit)
+        refs.extend(ExampleRef(spec, pos, i) for i in range(n))
+    return refs
+
+
+def parametrize(metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, ...]) -> None:
+    refs = example_refs(spec)
+    if systems and "ctxbench_system" in metafunc.fixturenames:
+        pairs = [(s, r) for s in systems for r in refs]
+        metafunc.parametrize(
+            ("ctxbench_system", "ctxbench_example"),
+            pairs,
+            ids=[f"{s.name}/{r.test_id}" for s, r in pairs],
+            indirect=["ctxbench_example"],
+        )
+    else:
+        metafunc.parametrize(
+            "ctxbench_example", refs, ids=[r.test_id for r in refs], indirect=True
+        )
+
+
+# --- the virtual module of the command-line run ----------------------------------
+
+
+def _cli_example(ctxbench_example: Any, ctxbench_record: Any, ctxbench_system: Any) -> None:
+    """Run the System(s) on one example of a --ctxbench-dataset dataset and score it."""
+    ctxbench_record.run(ctxbench_system)
+
+
+def _cli_module() -> types.ModuleType:
+    mod = types.ModuleType("ctxbench")
+    fn = pytest.mark.ctxbench(_cli=True)(_cli_example)
+    mod.example = fn  # type: ignore[attr-defined]
+    return mod
+
+
+class CliModule(pytest.Module):
+    """The command-line run's items, collected from a module that exists in memory."""
+
+    def _getobj(self) -> types.ModuleType:
+        return _cli_module()
+
+    def collect(self) -> Iterator[pytest.Item]:  # type: ignore[override]
+        self.session._fixturemanager.parsefactories(self)
+        # Called directly (not through python_functions matching) so that a project's
+        # own `python_functions` ini cannot hide the benchmark.
+        yield from self._genfunctions("example", self.obj.example)
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, "ctxbench"
+
+
+def anchor_dir(config: pytest.Config) -> Path:
+    """The directory whose conftest fixtures the CLI items should see."""
+    root = config.rootpath
+    for arg in config.args:
+        p = Path(str(arg).split("::", 1)[0])
+        if not p.is_absolute():
+            p = config.invocation_params.dir / p
+        p = p.resolve()
+        if p.is_file():
+            p = p.parent
+        if p.is_dir():
+            try:
+                p.relative_to(root)
+            except ValueError:
+                continue
+            return p
+    return root
+
+
+def build_cli_collector(session: pytest.Session) -> CliModule:
+    config = session.config
+    anchor = anchor_dir(config)
+    parent: Any = session
+    root = config.rootpath
+    if anchor != root:
+        current = root
+        for part in anchor.relative_to(root).parts:
+            current = current / part
+            parent = pytest.Dir.from_parent(parent, path=current)
+    return CliModule.from_parent(parent, path=anchor / "ctxbench")

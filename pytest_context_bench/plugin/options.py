@@ -1,0 +1,333 @@
+"""Option and ini names (defined once, reused in help, errors and tests) and Settings.
+
+Precedence: command line > ini (``[tool.pytest.ini_options]``) > default. A list
+given on the command line (``--ctxbench-dataset`` repeated) replaces the ini list.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+__all__ = ["OPTIONS", "Settings", "addoptions", "Option"]
+
+
+@dataclass(frozen=True)
+class Option:
+    flag: str
+    dest: str
+    ini: str
+    help: str
+    kind: str  # "list" | "str" | "int" | "float" | "bool"
+    metavar: str | None = None
+
+    def where(self, from_cli: bool) -> str:
+        return self.flag if from_cli else f"ini option {self.ini!r}"
+
+
+def _opt(name: str, kind: str, help: str, metavar: str | None = None) -> Option:
+    snake = name.replace("-", "_")
+    return Option(f"--ctxbench-{name}", f"ctxbench_{snake}", f"ctxbench_{snake}", help, kind, metavar)
+
+
+# Help text rules (as pytest-xdist): start with a capital; a single phrase takes no
+# full stop; several phrases each end with one.
+DATASET = _opt(
+    "dataset",
+    "list",
+    "Dataset to run, repeatable: a .jsonl/.json/.csv path or a registered name"
+    " (name or name:config). Each example becomes one test",
+    "SPEC",
+)
+SYSTEM = _opt(
+    "system",
+    "list",
+    "System to test, repeatable: an import path 'package.module:obj' (an instance,"
+    " a class or a zero-argument factory). Default: the ctxbench_system fixture",
+    "IMPORT_PATH",
+)
+LIMIT = _opt("limit", "int", "Run only the first N examples of each dataset", "N")
+SCORE_FIELD = _opt(
+    "score-field",
+    "str",
+    "Score that decides pass/fail, mean score and cost of pass. Default: each"
+    " dataset's primary score (f1 for QA)",
+    "NAME",
+)
+THRESHOLD = _opt(
+    "threshold", "float", "An example passes when its score is >= this. Default: 0.7", "X"
+)
+MIN_PASS_RATE = _opt(
+    "min-pass-rate", "float", "Gate: fail the run when a suite's pass rate is below X", "X"
+)
+MIN_MEAN_SCORE = _opt(
+    "min-mean-score", "float", "Gate: fail the run when a suite's mean score is below X", "X"
+)
+MAX_COST_OF_PASS = _opt(
+    "max-cost-of-pass",
+    "float",
+    "Gate: fail the run when a suite's cost of pass (output tokens per passing"
+    " example) is above X",
+    "X",
+)
+MAX_ERROR_RATE = _opt(
+    "max-error-rate",
+    "float",
+    "Gate: fail the run when the share of examples whose System or evaluator raised"
+    " is above X",
+    "X",
+)
+NO_GATE = _opt("no-gate", "bool", "Report the gates without failing the run")
+STRICT = _opt(
+    "strict",
+    "bool",
+    "Count an example scoring below the threshold as a test failure. Default: its own"
+    " 'below threshold' status, which does not fail the run",
+)
+JSON = _opt("json", "str", "Write the JSON report (summary, gates, rows) to PATH", "PATH")
+TOKENIZER = _opt(
+    "tokenizer",
+    "str",
+    "Token counter: cl100k_base (default, offline), o200k_base, a .tiktoken file, or"
+    " 'package.module:callable' (str -> int)",
+    "SPEC",
+)
+TEXT_FIELDS = _opt(
+    "text-fields",
+    "str",
+    "Comma-separated example fields counted as prompt tokens. Default:"
+    " context,question,turns",
+    "FIELDS",
+)
+
+OPTIONS: tuple[Option, ...] = (
+    DATASET,
+    SYSTEM,
+    LIMIT,
+    SCORE_FIELD,
+    THRESHOLD,
+    MIN_PASS_RATE,
+    MIN_MEAN_SCORE,
+    MAX_COST_OF_PASS,
+    MAX_ERROR_RATE,
+    NO_GATE,
+    STRICT,
+    JSON,
+    TOKENIZER,
+    TEXT_FIELDS,
+)
+
+#: gate name → its option
+GATE_OPTIONS = {
+    "min_pass_rate": MIN_PASS_RATE,
+    "min_mean_score": MIN_MEAN_SCORE,
+    "max_cost_of_pass": MAX_COST_OF_PASS,
+    "max_error_rate": MAX_ERROR_RATE,
+}
+
+
+def addoptions(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ctxbench", "LLM regression benchmarks (pytest-context-bench)")
+    for opt in OPTIONS:
+        if opt.kind == "list":
+            group.addoption(opt.flag, action="append", dest=opt.dest, default=None,
+                            metavar=opt.metavar, help=opt.help)
+            parser.addini(opt.ini, opt.help, type="linelist", default=[])
+        elif opt.kind == "bool":
+            group.addoption(opt.flag, action="store_true", dest=opt.dest, default=None,
+                            help=opt.help)
+            parser.addini(opt.ini, opt.help, type="bool", default=False)
+        else:
+            # Numbers are parsed by us (from both sources) so that the error names the
+            # flag or the ini key and shows the expected form.
+            group.addoption(opt.flag, action="store", dest=opt.dest, default=None,
+                            metavar=opt.metavar, help=opt.help)
+            parser.addini(opt.ini, opt.help, type="string", default="")
+
+
+def _parse_int(raw: str, where: str, minimum: int) -> int:
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise pytest.UsageError(
+            f"{where} must be an integer >= {minimum}, given: {raw!r}"
+        ) from None
+    if value < minimum:
+        raise pytest.UsageError(f"{where} must be an integer >= {minimum}, given: {raw!r}")
+    return value
+
+
+def parse_float(
+    raw: Any, where: str, *, lo: float = -math.inf, hi: float = math.inf, open_lo: bool = False
+) -> float:
+    """Parse a finite float in [lo, hi] (``(lo, hi]`` with open_lo); UsageError names ``where``."""
+    if isinstance(raw, bool):
+        raise pytest.UsageError(f"{where} must be a number, given: {raw!r}")
+    try:
+        value = float(raw.strip()) if isinstance(raw, str) else float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    bad_range = value <= lo if open_lo else value < lo
+    if not math.isfinite(value) or bad_range or value > hi:
+        lo_s = "(" if open_lo else "["
+        rng = f"in {lo_s}{lo:g}, {hi:g}]" if math.isfinite(hi) else (
+            f"> {lo:g}" if open_lo else f">= {lo:g}" if math.isfinite(lo) else "finite")
+        raise pytest.UsageError(f"{where} must be a number {rng}, given: {raw!r}")
+    return value
+
+
+# Gate limits: their allowed ranges.
+_RANGES: dict[str, dict[str, Any]] = {
+    "threshold": {},
+    "min_pass_rate": {"lo": 0.0, "hi": 1.0},
+    "min_mean_score": {},
+    "max_cost_of_pass": {"lo": 0.0, "open_lo": True},
+    "max_error_rate": {"lo": 0.0, "hi": 1.0},
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything the plugin reads from options and ini, validated once."""
+
+    datasets: tuple[str, ...] = ()
+    dataset_base: Path = Path(".")
+    systems: tuple[str, ...] = ()
+    limit: int | None = None
+    score_field: str | None = None
+    threshold: float = 0.7
+    limits: dict[str, float | None] = field(default_factory=dict)
+    no_gate: bool = False
+    strict: bool = False
+    json_path: Path | None = None
+    tokenizer: str | None = None
+    text_fields: tuple[str, ...] | None = None
+
+    @property
+    def active(self) -> bool:
+        """True when the command line or ini asks for a CLI benchmark run."""
+        return bool(self.datasets)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        inidir = config.inipath.parent if config.inipath else config.rootpath
+        invdir = config.invocation_params.dir
+
+        def get(opt: Option) -> tuple[Any, bool]:
+            cli = config.getoption(opt.dest)
+            if cli is not None:
+                return cli, True
+            ini = config.getini(opt.ini)
+            if opt.kind == "list":
+                return list(ini), False
+            if opt.kind == "bool":
+                return bool(ini), False
+            return (ini.strip() or None) if isinstance(ini, str) else ini, False
+
+        datasets, ds_cli = get(DATASET)
+        systems, _ = get(SYSTEM)
+        for raw_list, opt in ((datasets, DATASET), (systems, SYSTEM)):
+            for v in raw_list:
+                if not str(v).strip():
+                    raise pytest.UsageError(f"{opt.where(True)} got an empty value; expected {opt.metavar}")
+        limit_raw, limit_cli = get(LIMIT)
+        limit = _parse_int(str(limit_raw), LIMIT.where(limit_cli), 1) if limit_raw is not None else None
+
+        def number(opt: Option, name: str) -> float | None:
+            raw, from_cli = get(opt)
+            if raw is None:
+                return None
+            return parse_float(raw, opt.where(from_cli), **_RANGES[name])
+
+        threshold = number(THRESHOLD, "threshold")
+        limits = {name: number(opt, name) for name, opt in GATE_OPTIONS.items()}
+        score_field, _ = get(SCORE_FIELD)
+        json_raw, json_cli = get(JSON)
+        json_path = None
+        if json_raw:
+            json_path = Path(json_raw)
+            if not json_path.is_absolute():
+                json_path = (invdir if json_cli else inidir) / json_path
+            if json_path.is_dir():
+                raise pytest.UsageError(f"{JSON.where(json_cli)} must be a file path, given a directory: {json_raw!r}")
+        text_raw, text_cli = get(TEXT_FIELDS)
+        text_fields = None
+        if text_raw:
+            text_fields = tuple(f.strip() for f in str(text_raw).split(",") if f.strip())
+            if not text_fields:
+                raise pytest.UsageError(f"{TEXT_FIELDS.where(text_cli)} must list field names, e.g. 'context,question', given: {text_raw!r}")
+        no_gate, _ = get(NO_GATE)
+        strict, _ = get(STRICT)
+        tokenizer, _ = get(TOKENIZER)
+        return cls(
+            datasets=tuple(str(d).strip() for d in datasets),
+            dataset_base=invdir if ds_cli else inidir,
+            systems=tuple(str(s).strip() for s in systems),
+            limit=limit,
+            score_field=(score_field or None),
+            threshold=0.7 if threshold is None else threshold,
+            limits=limits,
+            no_gate=bool(no_gate),
+            strict=bool(strict),
+            json_path=json_path,
+            tokenizer=tokenizer or None,
+            text_fields=text_fields,
+        )
+
+
+def marker_kwargs_parsers() -> dict[str, Callable[[Any, str], Any]]:
+    """Validators for the marker's closed set of keyword arguments."""
+
+    def dataset(v: Any, where: str) -> tuple[str, ...]:
+        items = [v] if isinstance(v, str) else v
+        if not isinstance(items, (list, tuple)) or not items or not all(
+            isinstance(x, str) and x.strip() for x in items
+        ):
+            raise pytest.UsageError(f"{where} must be a dataset spec or a non-empty list of them, given: {v!r}")
+        return tuple(x.strip() for x in items)
+
+    def limit(v: Any, where: str) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise pytest.UsageError(f"{where} must be an integer >= 1, given: {v!r}")
+        return v
+
+    def score_field(v: Any, where: str) -> str:
+        if not isinstance(v, str) or not v.strip():
+            raise pytest.UsageError(f"{where} must be a score name such as 'f1', given: {v!r}")
+        return v.strip()
+
+    def text_fields(v: Any, where: str) -> tuple[str, ...]:
+        if not isinstance(v, (list, tuple)) or not v or not all(isinstance(x, str) and x for x in v):
+            raise pytest.UsageError(f"{where} must be a non-empty list of field names, given: {v!r}")
+        return tuple(v)
+
+    def strict(v: Any, where: str) -> bool:
+        if not isinstance(v, bool):
+            raise pytest.UsageError(f"{where} must be True or False, given: {v!r}")
+        return v
+
+    def evaluators(v: Any, where: str) -> tuple[Any, ...]:
+        items = list(v) if isinstance(v, (list, tuple)) else None
+        if not items or not all(callable(getattr(e, "score", None)) for e in items):
+            raise pytest.UsageError(f"{where} must be a non-empty list of evaluator objects (each with score()), given: {v!r}")
+        return tuple(items)
+
+    def num(name: str) -> Callable[[Any, str], float]:
+        return lambda v, where: parse_float(v, where, **_RANGES[name])
+
+    parsers: dict[str, Callable[[Any, str], Any]] = {
+        "dataset": dataset,
+        "limit": limit,
+        "score_field": score_field,
+        "threshold": num("threshold"),
+        "text_fields": text_fields,
+        "strict": strict,
+        "evaluators": evaluators,
+    }
+    for name in GATE_OPTIONS:
+        parsers[name] = num(name)
+    return parsers

@@ -1,0 +1,148 @@
+"""The ``ctxbench_record`` handle: scores what a test produced and keeps the rows.
+
+The rows stay on the item (``item.stash``) until ``pytest_runtest_makereport``
+moves them onto the report, wire-safe, for the controller.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import pytest
+
+from ..engine import check_unique_names, default_evaluators, run_example, score_processed
+from ..errors import CtxBenchError
+from ..importing import check_system
+from ..results import EvalRow
+from .collection import ExampleRef
+
+__all__ = ["Recorder", "row_status"]
+
+
+def row_status(row: EvalRow, threshold: float) -> str:
+    """``error``, ``unscored`` (primary score absent), ``below`` or ``pass``."""
+    if row.error is not None:
+        return "error"
+    field = row.metadata.get("score_field") or "f1"
+    score = row.scores.get(field)
+    if score is None:
+        return "unscored"
+    return "pass" if score >= threshold else "below"
+
+
+class Recorder:
+    """What the ``ctxbench_record`` fixture returns.
+
+    * ``ctxbench_record(processed, system=None, latency=None)`` scores a processed
+      example the test body produced (marker form);
+    * ``ctxbench_record.run(system_or_systems)`` runs System(s) on the example and
+      scores each (what the command-line items do).
+
+    Each call records one row per system; a System or evaluator that raises is
+    recorded as that row's error, then re-raised so pytest shows its traceback.
+    """
+
+    def __init__(
+        self,
+        ref: ExampleRef,
+        tokenizer: Callable[[str], int],
+        cli_systems: Sequence[Any],
+    ) -> None:
+        self.ref = ref
+        self.spec = ref.spec
+        self._tokenizer = tokenizer
+        self._cli_systems = list(cli_systems)
+        self._original = ref.load()
+        self._start = time.perf_counter()
+        self.rows: list[tuple[int, EvalRow]] = []
+        ds = ref.dataset
+        self.score_field = self.spec.primary_field(ds)
+        evs = self.spec.evaluators
+        self.evaluators = list(evs) if evs is not None else default_evaluators({ds.family})
+
+    @property
+    def example(self) -> dict[str, Any]:
+        """A fresh copy of the original example."""
+        return self.ref.load()
+
+    def _add(self, row: EvalRow, sys_pos: int) -> None:
+        if any(r.system == row.system for _, r in self.rows):
+            raise CtxBenchError(
+                f"a row for system {row.system!r} was already recorded for this example;"
+                " record each system once (pass system='name' to tell them apart)."
+            )
+        self.rows.append((sys_pos, row))
+
+    def _sys_pos(self, system: Any, fallback: int) -> int:
+        for i, s in enumerate(self._cli_systems):
+            if s is system:
+                return i
+        return fallback
+
+    def __call__(
+        self,
+        processed: dict[str, Any],
+        *,
+        system: Any = None,
+        latency: float | None = None,
+    ) -> EvalRow:
+        """Score ``processed`` against the original example and record the row."""
+        if not isinstance(processed, dict):
+            raise TypeError(
+                f"ctxbench_record() takes the processed example as a dict (e.g."
+                f" {{**ctxbench_example, 'response': text}}), got {type(processed).__name__}."
+            )
+        if system is None:
+            name = self.spec.default_system or "system"
+        elif isinstance(system, str):
+            name = system
+        else:
+            name = getattr(system, "name", None) or str(system)
+        elapsed = time.perf_counter() - self._start if latency is None else float(latency)
+        row, raised = score_processed(
+            self._original,
+            processed,
+            self.evaluators,
+            system=name,
+            latency=elapsed,
+            score_field=self.score_field,
+            text_fields=self.spec.text_fields,
+            tokenizer=self._tokenizer,
+        )
+        self._add(row, self._sys_pos(system, 0))
+        if raised is not None:
+            raise raised
+        return row
+
+    def run(self, system: Any) -> list[EvalRow]:
+        """Run one System, or each of a list of Systems, on the example."""
+        systems = list(system) if isinstance(system, (list, tuple)) else [system]
+        if not systems:
+            pytest.fail("the ctxbench_system fixture returned an empty list", pytrace=False)
+        for i, s in enumerate(systems):
+            try:
+                check_system(s, origin=f"ctxbench_system[{i}]" if len(systems) > 1 else "ctxbench_system")
+            except CtxBenchError as exc:
+                pytest.fail(str(exc), pytrace=False)
+        try:
+            check_unique_names(systems)
+        except CtxBenchError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        first: BaseException | None = None
+        out = []
+        for i, s in enumerate(systems):
+            row, raised = run_example(
+                s,
+                self._original,
+                self.evaluators,
+                score_field=self.score_field,
+                text_fields=self.spec.text_fields,
+                tokenizer=self._tokenizer,
+            )
+            self._add(row, self._sys_pos(s, i))
+            out.append(row)
+            first = first or raised
+        if first is not None:
+            raise first
+        return out

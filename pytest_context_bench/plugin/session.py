@@ -1,0 +1,131 @@
+"""Controller-only state: gather rows from reports, aggregate, gate, report.
+
+Workers (``config.workerinput`` exists) never aggregate, gate or write: they only
+attach rows to their reports, which xdist ships to the controller. In-process runs
+take the same path, with the controller being the only process.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
+from ..report.run import Record, SuiteInfo
+from ..results import EvalRow
+from .options import Settings
+from .transport import read_payload
+
+__all__ = ["Controller", "is_worker", "CtxBenchWarning"]
+
+
+class CtxBenchWarning(pytest.PytestWarning):
+    """A non-fatal problem noticed by pytest-context-bench."""
+
+    __module__ = "pytest_context_bench"
+
+
+def is_worker(config: pytest.Config) -> bool:
+    """True in a pytest-xdist worker process."""
+    return hasattr(config, "workerinput")
+
+
+class Controller:
+    """Collects rows (``pytest_runtest_logreport``) and finishes the run once."""
+
+    def __init__(self, settings: Settings, version: str) -> None:
+        self.settings = settings
+        self.version = version
+        self.records: list[Record] = []
+        self.infos: dict[str, SuiteInfo] = {}
+        self.lost: list[str] = []
+        self.report: RunReport | None = None
+        self.json_error: str | None = None
+
+    @property
+    def gate_enforced(self) -> bool:
+        return not self.settings.no_gate
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        payload = read_payload(report)
+        if payload is None:
+            # A ctxbench item that failed before it could record (setup error, a
+            # crashed xdist worker): its example is listed, never silently dropped.
+            if report.failed and report.when in ("setup", "call") and "ctxbench" in report.keywords:
+                self.lost.append(report.nodeid)
+            return
+        suite = payload["suite"]
+        origin = str(suite["origin"])
+        if origin not in self.infos:
+            self.infos[origin] = SuiteInfo.from_wire(suite)
+        for item in payload["rows"]:
+            self.records.append(
+                Record(
+                    suite=str(item["suite"]),
+                    origin=origin,
+                    order=tuple(int(x) for x in item["order"]),
+                    status=str(item["status"]),
+                    row=EvalRow.from_dict(item["row"]),
+                )
+            )
+
+    def finish(self, session: pytest.Session) -> None:
+        if self.report is not None:
+            return
+        if not self.records and not self.lost:
+            return
+        self.report = build_run_report(self.records, self.infos, self.lost)
+        if self.report.breaches and self.gate_enforced:
+            # Too late to fail a test; the exit status comes from testsfailed
+            # (the pytest-cov pattern), so the normal closing line still prints.
+            session.testsfailed += 1
+        if self.settings.json_path is not None:
+            self._write_json(session.config)
+
+    def _write_json(self, config: pytest.Config) -> None:
+        assert self.report is not None and self.settings.json_path is not None
+        workers = getattr(config.option, "numprocesses", None)
+        run: dict[str, Any] = {
+            "python": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "platform": sys.platform,
+            "pytest": pytest.__version__,
+            "xdist_workers": workers if isinstance(workers, int) else 0,
+            "invocation": list(config.invocation_params.args),
+            "options": {
+                "datasets": list(self.settings.datasets),
+                "systems": list(self.settings.systems),
+                "limit": self.settings.limit,
+                "score_field": self.settings.score_field,
+                "threshold": self.settings.threshold,
+                "strict": self.settings.strict,
+                "tokenizer": self.settings.tokenizer or "cl100k_base",
+                "text_fields": list(self.settings.text_fields or ("context", "question", "turns")),
+            },
+        }
+        doc = to_json_dict(self.report, run=run, gates_enforced=self.gate_enforced, version=self.version)
+        path: Path = self.settings.json_path
+        try:
+            write_json(doc, path)
+        except OSError as exc:
+            # Nothing computed is lost: the table still prints, the error is named.
+            self.json_error = f"could not write the JSON report to {path}: {exc.strerror or exc}"
+            warnings.warn(CtxBenchWarning(self.json_error), stacklevel=1)
+
+    def terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report is None:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "ctxbench summary")
+        for text, markup in render_lines(self.report, gate_enforced=self.gate_enforced):
+            tr.write_line(text, **markup)
+        if self.settings.json_path is not None:
+            if self.json_error:
+                tr.write_line(self.json_error, red=True)
+            else:
+                tr.write_line(f"JSON report: {self.settings.json_path}")

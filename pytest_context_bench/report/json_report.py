@@ -1,0 +1,85 @@
+"""The JSON report: one versioned, strict-JSON document, written atomically.
+
+Shape (validated by ``report.schema.json``, shipped with the package)::
+
+    {
+      "schema_version": 1,
+      "plugin": {"name": "pytest-context-bench", "version": "..."},
+      "created": "2026-11-22T03:00:00+00:00",
+      "run": {...metadata: python, platform, pytest, workers, options...},
+      "summary": {suite: {metric: value}},      # == EvalResult.summary for a CLI run
+      "suites": [{label, origin, system, datasets, score_field, threshold, limits, strict}],
+      "gates": [{suite, gate, metric, op, limit, value, passed}],
+      "gates_enforced": true,
+      "lost": [nodeid, ...],                    # examples that produced no row
+      "rows": [EvalRow.to_dict() + {"suite", "status"}, ...]
+    }
+
+Non-finite numbers (``cost_of_pass`` with no passing example is infinite) are the
+strings ``"inf"``, ``"-inf"``, ``"nan"``: never the bare ``Infinity`` token, which is
+not JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib.resources
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..results import json_safe
+from .run import RunReport
+
+__all__ = ["SCHEMA_VERSION", "to_json_dict", "write_json", "load_schema"]
+
+SCHEMA_VERSION = 1
+
+
+def load_schema() -> dict[str, Any]:
+    """The JSON Schema of the report (draft 2020-12)."""
+    text = (importlib.resources.files(__package__) / "report.schema.json").read_text("utf-8")
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def to_json_dict(
+    report: RunReport, *, run: dict[str, Any], gates_enforced: bool, version: str
+) -> dict[str, Any]:
+    rows = []
+    for rec in report.records:
+        d = rec.row.to_dict()
+        d["suite"] = rec.suite
+        d["status"] = rec.status
+        rows.append(d)
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "plugin": {"name": "pytest-context-bench", "version": version},
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "run": run,
+        "summary": report.summary,
+        "suites": report.suites,
+        "gates": [g.to_dict() for g in report.gates],
+        "gates_enforced": gates_enforced,
+        "lost": list(report.lost),
+        "rows": rows,
+    }
+    return json_safe(doc)  # type: ignore[no-any-return]
+
+
+def write_json(doc: dict[str, Any], path: Path) -> None:
+    """Write ``doc`` to ``path`` atomically (temporary file + ``os.replace``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,122 @@
+"""Rows → per-suite metrics → gates: the run report.
+
+A *suite* is one origin (the command-line run, or one marked test function) × one
+system. Metrics and gates are computed per suite; Pareto rank compares the systems of
+one origin. Rows are sorted by (system position, dataset position, example index)
+before anything is computed, so the result does not depend on the order in which
+xdist workers delivered them: in-process, ``-n 0`` and ``-n 2`` give the same numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..gate import GateResult, check_gates, gates_from_limits
+from ..metrics import default_metrics, summarize
+from ..results import EvalRow
+
+__all__ = ["SuiteInfo", "Record", "RunReport", "build_run_report", "CLI_ORIGIN"]
+
+CLI_ORIGIN = "cli"
+
+
+@dataclass(frozen=True)
+class SuiteInfo:
+    """How an origin is scored and gated (what the marker or the options said)."""
+
+    origin: str
+    threshold: float = 0.7
+    score_field: str | None = None
+    limits: dict[str, float | None] = field(default_factory=dict)
+    strict: bool = False
+    datasets: tuple[str, ...] = ()
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> SuiteInfo:
+        return cls(
+            origin=str(data["origin"]),
+            threshold=float(data.get("threshold", 0.7)),
+            score_field=data.get("score_field"),
+            limits={str(k): (None if v is None else float(v)) for k, v in data.get("limits", {}).items()},
+            strict=bool(data.get("strict", False)),
+            datasets=tuple(data.get("datasets", ())),
+        )
+
+
+@dataclass(frozen=True)
+class Record:
+    """One row as received, with where it belongs."""
+
+    suite: str
+    origin: str
+    order: tuple[int, ...]
+    status: str
+    row: EvalRow
+
+
+@dataclass
+class RunReport:
+    summary: dict[str, dict[str, float]]
+    suites: list[dict[str, Any]]
+    gates: list[GateResult]
+    records: list[Record]
+    lost: list[str] = field(default_factory=list)
+
+    @property
+    def breaches(self) -> list[GateResult]:
+        return [g for g in self.gates if not g.passed]
+
+    @property
+    def status_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for r in self.records:
+            counts[r.status] = counts.get(r.status, 0) + 1
+        return counts
+
+
+def build_run_report(
+    records: Iterable[Record], infos: dict[str, SuiteInfo], lost: Iterable[str] = ()
+) -> RunReport:
+    """Aggregate records per origin and suite, then apply each suite's gates."""
+    by_origin: dict[str, list[Record]] = {}
+    for rec in records:
+        by_origin.setdefault(rec.origin, []).append(rec)
+    origins = sorted(by_origin, key=lambda o: (o != CLI_ORIGIN, o))
+    summary: dict[str, dict[str, float]] = {}
+    suites: list[dict[str, Any]] = []
+    gates: list[GateResult] = []
+    ordered: list[Record] = []
+    for origin in origins:
+        info = infos.get(origin, SuiteInfo(origin))
+        recs = sorted(by_origin[origin], key=lambda r: (r.order, r.suite))
+        ordered.extend(recs)
+        labels: dict[str, str] = {}  # system -> suite label, first-seen in order
+        for r in recs:
+            labels.setdefault(r.row.system, r.suite)
+        rows = [r.row for r in recs]
+        datasets = list(dict.fromkeys(r.dataset for r in rows))
+        metrics = default_metrics(
+            info.score_field,
+            info.threshold,
+            n_datasets=len(datasets),
+            n_systems=len(labels),
+        )
+        per_system = summarize(rows, metrics, list(labels))
+        suite_gates = gates_from_limits(info.limits)
+        for system, label in labels.items():
+            summary[label] = per_system[system]
+            suites.append(
+                {
+                    "label": label,
+                    "origin": origin,
+                    "system": system,
+                    "datasets": datasets,
+                    "score_field": info.score_field,
+                    "threshold": info.threshold,
+                    "limits": {k: v for k, v in info.limits.items() if v is not None},
+                    "strict": info.strict,
+                }
+            )
+            gates.extend(check_gates(label, per_system[system], suite_gates))
+    return RunReport(summary, suites, gates, ordered, sorted(set(lost)))

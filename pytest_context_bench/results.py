@@ -1,0 +1,234 @@
+"""EvalRow and EvalResult: the only shapes that cross a process boundary or the disk.
+
+``EvalRow.to_dict()`` / ``EvalRow.from_dict()`` give plain builtins (str, int, float,
+bool, None, list, dict). Floats may be ``inf`` or ``nan`` in memory; when written as
+JSON they become the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (see
+:func:`json_safe`), so every file we write is strict JSON that any parser reads, and
+:func:`from_json_safe` turns them back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from .types import Metric
+
+__all__ = ["EvalRow", "EvalResult", "json_safe", "from_json_safe", "ROW_FIELDS"]
+
+#: The keys of ``EvalRow.to_dict()``, in order.
+ROW_FIELDS = (
+    "system",
+    "example_id",
+    "dataset",
+    "scores",
+    "input_tokens",
+    "output_tokens",
+    "latency",
+    "metadata",
+    "error",
+)
+
+_NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def json_safe(value: Any) -> Any:
+    """Return ``value`` with every non-finite float replaced by a string.
+
+    ``inf`` → ``"inf"``, ``-inf`` → ``"-inf"``, ``nan`` → ``"nan"``. Containers are
+    copied; tuples become lists. Used before ``json.dumps(..., allow_nan=False)``.
+    """
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        if math.isnan(value):
+            return "nan"
+        return "inf" if value > 0 else "-inf"
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def from_json_safe(value: Any) -> float:
+    """Read back a float written by :func:`json_safe` (number or ``"inf"``...)."""
+    if isinstance(value, str) and value in _NONFINITE:
+        return _NONFINITE[value]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number or 'inf'/'-inf'/'nan', got {value!r}")
+    return float(value)
+
+
+def _floats(mapping: Any, what: str) -> dict[str, float]:
+    if not isinstance(mapping, dict):
+        raise ValueError(f"{what} must be an object, got {type(mapping).__name__}")
+    return {str(k): from_json_safe(v) for k, v in mapping.items()}
+
+
+@dataclass
+class EvalRow:
+    """One scored example of one system.
+
+    :param system: the System's name.
+    :param example_id: the example's id, unique within its dataset (always a str).
+    :param scores: every evaluator's scores merged; empty when the example errored.
+    :param input_tokens: tokens of the original example's prompt fields.
+    :param output_tokens: tokens of the processed example's prompt fields, or the
+        System's reported ``api_usage.prompt_tokens``.
+    :param metadata: plain-builtin extras (completion tokens, the primary score
+        field, ...).
+    :param latency: seconds spent in the System, ``process`` call only.
+    :param dataset: the dataset tag.
+    :param error: ``None``, or ``{"type", "message", "where"}`` when the System or an
+        evaluator raised.
+    """
+
+    system: str
+    example_id: str
+    scores: dict[str, float]
+    input_tokens: int
+    output_tokens: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+    latency: float = 0.0
+    dataset: str = ""
+    error: dict[str, str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when neither the System nor an evaluator raised."""
+        return self.error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain builtins, keys in :data:`ROW_FIELDS` order."""
+        return {
+            "system": self.system,
+            "example_id": self.example_id,
+            "dataset": self.dataset,
+            "scores": {k: float(v) for k, v in self.scores.items()},
+            "input_tokens": int(self.input_tokens),
+            "output_tokens": int(self.output_tokens),
+            "latency": float(self.latency),
+            "metadata": dict(self.metadata),
+            "error": None if self.error is None else dict(self.error),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalRow:
+        """Inverse of :meth:`to_dict`; also reads the JSON-safe encoding."""
+        missing = [k for k in ("system", "example_id", "scores") if k not in data]
+        if missing:
+            raise ValueError(f"row is missing {', '.join(missing)}")
+        error = data.get("error")
+        if error is not None and not isinstance(error, dict):
+            raise ValueError("row 'error' must be null or an object")
+        metadata = data.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise ValueError("row 'metadata' must be an object")
+        return cls(
+            system=str(data["system"]),
+            example_id=str(data["example_id"]),
+            scores=_floats(data["scores"], "row 'scores'"),
+            input_tokens=int(data.get("input_tokens", 0)),
+            output_tokens=int(data.get("output_tokens", 0)),
+            metadata=dict(metadata),
+            latency=from_json_safe(data.get("latency", 0.0)),
+            dataset=str(data.get("dataset", "")),
+            error=None if error is None else {str(k): str(v) for k, v in error.items()},
+        )
+
+
+@dataclass
+class EvalResult:
+    """The outcome of :func:`pytest_context_bench.evaluate`.
+
+    :param rows: one :class:`EvalRow` per (system, example), in system then example
+        order.
+    :param summary: ``{system: {metric_key: value}}``.
+    :param timing: ``{system: wall seconds}`` for the whole system run.
+    :param config: what was run (system, evaluator and metric names, counts).
+    """
+
+    rows: list[EvalRow]
+    summary: dict[str, dict[str, float]]
+    timing: dict[str, float] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    metrics: list[Metric] = field(default_factory=list, repr=False, compare=False)
+
+    def filter(self, **criteria: Any) -> EvalResult:
+        """Rows whose attributes equal every given value, with the summary recomputed.
+
+        ``result.filter(dataset="qa")`` gives the rows of one dataset and the metrics
+        computed on those rows only (upstream kept the whole-run summary).
+        """
+        from .metrics import summarize
+
+        rows = [
+            r
+            for r in self.rows
+            if all(getattr(r, key, None) == value for key, value in criteria.items())
+        ]
+        systems = list(dict.fromkeys(r.system for r in rows))
+        summary = summarize(rows, self.metrics, systems)
+        timing = {s: t for s, t in self.timing.items() if s in systems}
+        return EvalResult(rows, summary, timing, dict(self.config), self.metrics)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain builtins (floats may be non-finite; see :func:`json_safe`)."""
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "summary": {s: dict(m) for s, m in self.summary.items()},
+            "timing": dict(self.timing),
+            "config": dict(self.config),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
+        """Inverse of :meth:`to_dict` (metrics objects are not restored)."""
+        return cls(
+            rows=[EvalRow.from_dict(r) for r in data.get("rows", [])],
+            summary={
+                str(s): _floats(m, f"summary[{s!r}]")
+                for s, m in data.get("summary", {}).items()
+            },
+            timing=_floats(data.get("timing", {}), "timing"),
+            config=dict(data.get("config", {})),
+        )
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """Strict JSON: ``inf`` is written as the string ``"inf"``, never ``Infinity``."""
+        return json.dumps(json_safe(self.to_dict()), indent=indent, allow_nan=False)
+
+    def to_dataframe(self) -> Any:
+        """One flat record per row (needs pandas, imported lazily)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "EvalResult.to_dataframe() needs pandas: pip install pandas"
+            ) from exc
+        records: list[dict[str, Any]] = []
+        for r in self.rows:
+            rec: dict[str, Any] = {
+                "system": r.system,
+                "example_id": r.example_id,
+                "dataset": r.dataset,
+                "input_tokens": r.input_tokens,
+                "output_tokens": r.output_tokens,
+                "latency": r.latency,
+                "error": None if r.error is None else r.error.get("type"),
+            }
+            rec.update({f"score.{k}": v for k, v in r.scores.items()})
+            records.append(rec)
+        return pd.DataFrame.from_records(records)
+
+
+def rows_by_system(rows: Iterable[EvalRow]) -> dict[str, list[EvalRow]]:
+    """Group rows by system name, keeping first-seen order."""
+    out: dict[str, list[EvalRow]] = {}
+    for r in rows:
+        out.setdefault(r.system, []).append(r)
+    return out
