@@ -49,6 +49,7 @@ def _usage_int(usage: dict[str, Any], key: str) -> int | None:
 
 
 def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
+    __tracebackhide__ = True  # pytest shows the System's frames, not ours
     if (
         example.get("multi_turn")
         and "turns" in example
@@ -89,6 +90,7 @@ def score_processed(
 
     :returns: the row, and the exception an evaluator raised (or ``None``).
     """
+    __tracebackhide__ = True
     tok = tokenizer or get_tokenizer()
     fields = tuple(text_fields) if text_fields is not None else DEFAULT_PROMPT_FIELDS
     metadata: dict[str, Any] = {"score_field": score_field or "f1"}
@@ -163,6 +165,7 @@ def run_example(
     in ``row.error`` and returned as the second element, so the caller can show it.
     The System receives a shallow copy of the example; evaluators see the original.
     """
+    __tracebackhide__ = True
     processed: dict[str, Any] | None = None
     error: dict[str, str] | None = None
     raised: BaseException | None = None

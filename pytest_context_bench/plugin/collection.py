@@ -217,6 +217,7 @@ def parametrize(metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, 
 
 def _cli_example(ctxbench_example: Any, ctxbench_record: Any, ctxbench_system: Any) -> None:
     """Run the System(s) on one example of a --ctxbench-dataset dataset and score it."""
+    __tracebackhide__ = True
     ctxbench_record.run(ctxbench_system)
 
 

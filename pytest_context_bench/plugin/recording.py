@@ -61,6 +61,9 @@ class Recorder:
         evs = self.spec.evaluators
         self.evaluators = list(evs) if evs is not None else default_evaluators({ds.family})
 
+    def __repr__(self) -> str:
+        return f"<ctxbench_record {self.ref.test_id}>"
+
     @property
     def example(self) -> dict[str, Any]:
         """A fresh copy of the original example."""
@@ -88,6 +91,7 @@ class Recorder:
         latency: float | None = None,
     ) -> EvalRow:
         """Score ``processed`` against the original example and record the row."""
+        __tracebackhide__ = True
         if not isinstance(processed, dict):
             raise TypeError(
                 f"ctxbench_record() takes the processed example as a dict (e.g."
@@ -117,6 +121,7 @@ class Recorder:
 
     def run(self, system: Any) -> list[EvalRow]:
         """Run one System, or each of a list of Systems, on the example."""
+        __tracebackhide__ = True
         systems = list(system) if isinstance(system, (list, tuple)) else [system]
         if not systems:
             pytest.fail("the ctxbench_system fixture returned an empty list", pytrace=False)

@@ -1,0 +1,92 @@
+"""Shared helpers for the plugin tests."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+SYSTEMS_PY = '''
+class Echo:
+    """Answers with the gold answer: every example passes."""
+    name = "echo"
+    def process(self, example):
+        return {**example, "response": str(example["answer"])}
+
+class Half:
+    """Right on even-numbered ids, wrong on the others."""
+    name = "half"
+    def process(self, example):
+        n = int(str(example["id"]).split("-")[-1])
+        return {**example, "response": str(example["answer"]) if n % 2 == 0 else "no idea"}
+
+class Compressor:
+    """Keeps the first 3 words of the context, reports its own usage."""
+    name = "compressor"
+    def process(self, example):
+        short = " ".join(example["context"].split()[:3])
+        return {**example, "context": short, "response": str(example["answer"]),
+                "api_usage": {"prompt_tokens": 7, "completion_tokens": 2}}
+
+class Boom:
+    """Raises on example q-3."""
+    name = "boom"
+    def process(self, example):
+        if example["id"] == "q-3":
+            raise RuntimeError("model endpoint exploded")
+        return {**example, "response": str(example["answer"])}
+
+class Wrong:
+    name = "wrong"
+    def process(self, example):
+        return {**example, "response": "zzz"}
+
+echo = Echo()
+half = Half()
+compressor = Compressor()
+boom = Boom()
+wrong = Wrong()
+
+class Nameless:
+    def process(self, example):
+        return example
+
+def make_echo():
+    return Echo()
+'''
+
+
+def qa_lines(n: int = 6) -> str:
+    rows = [
+        {
+            "id": f"q-{i}",
+            "context": f"Document {i} says the capital of country {i} is city {i}.",
+            "question": f"What is the capital of country {i}?",
+            "answer": f"city {i}",
+        }
+        for i in range(1, n + 1)
+    ]
+    return "\n".join(json.dumps(r) for r in rows) + "\n"
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def strip_timings(doc: dict[str, Any]) -> dict[str, Any]:
+    """The JSON report minus what legitimately differs between runs."""
+    doc = json.loads(json.dumps(doc))
+    doc.pop("created", None)
+    doc.pop("run", None)
+    for metrics in doc["summary"].values():
+        for key in list(metrics):
+            if key.startswith("latency"):
+                del metrics[key]
+    for row in doc["rows"]:
+        row.pop("latency", None)
+    return doc
+
+
+def dedent(s: str) -> str:
+    return textwrap.dedent(s).lstrip()

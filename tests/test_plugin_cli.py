@@ -1,0 +1,239 @@
+"""The command-line entry point, end to end, in-process, with -n 0 and with -n 2."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import jsonschema
+import pytest
+
+from pytest_context_bench.plugin.options import OPTIONS
+from pytest_context_bench.report import load_schema
+
+from helpers import read_json, strip_timings
+
+
+def test_help_lists_every_option(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--help")
+    out = result.stdout.str()
+    for opt in OPTIONS:
+        assert opt.flag in out, opt.flag
+        assert opt.ini in out, opt.ini
+    assert "LLM regression benchmarks (pytest-context-bench)" in out
+
+
+def test_plain_project_is_untouched(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    with_plugin = pytester.runpytest("-v")
+    without = pytester.runpytest("-v", "-p", "no:ctxbench")
+    assert with_plugin.ret == without.ret == 0
+    with_plugin.assert_outcomes(passed=1)
+    assert "ctxbench" not in with_plugin.stdout.str().replace("context-bench", "")
+    strip = lambda r: [l for l in r.stdout.lines if " in " not in l and "plugins:" not in l]  # noqa: E731
+    assert strip(with_plugin) == strip(without)
+
+
+def test_cli_run_scores_every_example(project: pytest.Pytester, mode_args: list[str]) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half", "-v", *mode_args
+    )
+    assert result.ret == 0
+    result.assert_outcomes(passed=3)
+    assert result.parseoutcomes()["below"] == 3
+    out = result.stdout.str()
+    # In-process: "<nodeid> BELOW"; under xdist: "[gw0] [ 16%] BELOW <nodeid>".
+    assert re.search(r"ctxbench::example\[half/qa/q-1\] BELOW|BELOW ctxbench::example\[half/qa/q-1\]", out)
+    assert re.search(r"ctxbench::example\[half/qa/q-2\] PASSED|PASSED ctxbench::example\[half/qa/q-2\]", out)
+    result.stdout.fnmatch_lines(
+        [
+            "*= ctxbench summary =*",
+            "suite*mean score*pass rate*",
+            "half*6*0.5000*0.5000*",
+            "*3 passed, 3 below threshold in*",
+        ]
+    )
+
+
+def test_gate_breach_exits_1_with_normal_closing_line(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.8",
+        "--ctxbench-max-cost-of-pass=1000",
+        *mode_args,
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "*FAIL half: min_pass_rate: pass_rate = 0.5 breaches the limit >= 0.8*",
+            "*PASS half: max_cost_of_pass: cost_of_pass = * meets the limit <= 1000*",
+            "*1 gate(s) breached: the run fails*",
+            "*3 passed, 3 below threshold in*",
+        ]
+    )
+    no_gate = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.8",
+        "--ctxbench-no-gate",
+        *mode_args,
+    )
+    assert no_gate.ret == 0
+    no_gate.stdout.fnmatch_lines(["*gates (not enforced: --ctxbench-no-gate):*", "*FAIL half*"])
+
+
+def test_met_gate_exits_0(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        "--ctxbench-min-pass-rate=1",
+        "--ctxbench-min-mean-score=0.99",
+        "--ctxbench-max-error-rate=0",
+    )
+    assert result.ret == 0
+    result.assert_outcomes(passed=6)
+    assert "FAIL" not in result.stdout.str()
+
+
+def test_identical_json_in_process_and_under_xdist(project: pytest.Pytester) -> None:
+    docs = {}
+    for name, extra in {"in": [], "n0": ["-n", "0"], "n2": ["-n", "2"]}.items():
+        out = project.path / f"{name}.json"
+        result = project.runpytest(
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-system=systems:half",
+            "--ctxbench-system=systems:compressor",
+            f"--ctxbench-json={out}",
+            *extra,
+        )
+        assert result.ret == 0, result.stdout.str()
+        doc = read_json(out)
+        jsonschema.validate(doc, load_schema())
+        docs[name] = strip_timings(doc)
+    assert docs["in"] == docs["n0"] == docs["n2"]
+    doc = docs["in"]
+    assert [r["example_id"] for r in doc["rows"][:6]] == [f"q-{i}" for i in range(1, 7)]
+    assert doc["summary"]["half"]["pass_rate"] == 0.5
+    assert doc["summary"]["compressor"]["pass_rate"] == 1.0
+    # Pareto: compressor is better on quality and cheaper.
+    assert doc["summary"]["compressor"]["pareto_rank"] == 1.0
+    assert doc["summary"]["half"]["pareto_rank"] == 2.0
+    # The System's own usage is the output token count; completion tokens in metadata.
+    comp_rows = [r for r in doc["rows"] if r["system"] == "compressor"]
+    assert all(r["output_tokens"] == 7 for r in comp_rows)
+    assert all(r["metadata"]["completion_tokens"] == 2 for r in comp_rows)
+
+
+def test_json_keeps_infinite_cost_valid(project: pytest.Pytester) -> None:
+    out = project.path / "out.json"
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:wrong", f"--ctxbench-json={out}"
+    )
+    assert result.ret == 0
+    text = out.read_text()
+    assert "Infinity" not in text
+    doc = json.loads(text)
+    jsonschema.validate(doc, load_schema())
+    assert doc["summary"]["wrong"]["cost_of_pass"] == "inf"
+    result.stdout.fnmatch_lines(["wrong*6*0.0000*0.0000*inf*"])
+
+
+def test_system_error_is_an_error_of_that_example(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
+    out = project.path / "out.json"
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:boom",
+        f"--ctxbench-json={out}",
+        *mode_args,
+    )
+    assert result.ret == 1
+    result.assert_outcomes(passed=5, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at call of example?boom/qa/q-3?*",
+            "*RuntimeError: model endpoint exploded*",
+            "*examples: 1 errored*",
+        ]
+    )
+    doc = read_json(out)
+    (bad,) = [r for r in doc["rows"] if r["error"]]
+    assert bad["example_id"] == "q-3"
+    assert bad["error"]["type"] == "RuntimeError"
+    assert bad["error"]["where"] == "system"
+    assert bad["status"] == "error"
+    assert doc["summary"]["boom"]["error_rate"] == pytest.approx(1 / 6)
+    # The errored example counts as a failure, not as missing.
+    assert doc["summary"]["boom"]["pass_rate"] == pytest.approx(5 / 6)
+
+
+def test_strict_turns_below_threshold_into_failures(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half", "--ctxbench-strict"
+    )
+    assert result.ret == 1
+    result.assert_outcomes(passed=3, failed=3)
+    result.stdout.fnmatch_lines(["*below threshold (--ctxbench-strict):*", "*half: f1 = 0.0000 < threshold 0.7*"])
+
+
+def test_limit_threshold_and_score_field(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-limit=2",
+        "--ctxbench-score-field=contains",
+        "--ctxbench-threshold=0.5",
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*pass = score field contains >= 0.5*"])
+
+
+def test_k_and_lf_select_examples(project: pytest.Pytester) -> None:
+    args = ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:boom"]
+    first = project.runpytest(*args)
+    first.assert_outcomes(passed=5, errors=1)
+    again = project.runpytest(*args, "--lf")
+    again.assert_outcomes(errors=1)
+    picked = project.runpytest(*args, "-k", "q-2 or q-4")
+    picked.assert_outcomes(passed=2, deselected=4)
+
+
+def test_collect_only_lists_items_with_system_ids(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        "--ctxbench-system=systems:half",
+        "--co",
+        "-q",
+    )
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(
+        ["ctxbench::example[[]echo/qa/q-1[]]", "*", "ctxbench::example[[]half/qa/q-6[]]", "12 tests collected*"]
+    )
+
+
+def test_ini_twins_and_cli_precedence(project: pytest.Pytester) -> None:
+    project.makeini(
+        "[pytest]\npythonpath = .\nctxbench_dataset = qa.jsonl\nctxbench_system = systems:half\n"
+        "ctxbench_min_pass_rate = 0.9\nctxbench_limit = 4\n"
+    )
+    from_ini = project.runpytest()
+    assert from_ini.ret == 1
+    from_ini.stdout.fnmatch_lines(["*FAIL half: min_pass_rate*"])
+    from_ini.assert_outcomes(passed=2)
+    cli_wins = project.runpytest("--ctxbench-min-pass-rate=0.5", "--ctxbench-system=systems:echo")
+    assert cli_wins.ret == 0
+    cli_wins.stdout.fnmatch_lines(["*PASS echo: min_pass_rate: pass_rate = 1 meets the limit >= 0.5*"])
+
+
+def test_two_datasets_get_per_dataset_means(project: pytest.Pytester) -> None:
+    project.makefile(".jsonl", other='{"id": 1, "question": "q?", "answer": "yes"}\n')
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-dataset=other.jsonl", "--ctxbench-system=systems:echo"
+    )
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["mean score per dataset:", "suite*other*qa*", "echo*1.0000*1.0000*"])
