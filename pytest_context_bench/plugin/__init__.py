@@ -46,6 +46,7 @@ class State:
     cache: DatasetCache = field(default_factory=DatasetCache)
     specs: dict[str, SuiteSpec] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    dirs: dict[Any, pytest.Directory] = field(default_factory=dict)
     controller: Controller | None = None
     _tokenizer: Callable[[str], int] | None = None
 
@@ -116,7 +117,16 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [f"ctxbench: datasets {ds}; systems {systems}"]
 
 
-def _defer(state: State, message: str) -> None:
+def _defer(config: pytest.Config, state: State, message: str) -> None:
+    """Report a collection-time usage error once collection is over.
+
+    In-process it becomes one ``pytest.UsageError`` (exit 4) from
+    ``pytest_collection_modifyitems``. An xdist worker cannot raise UsageError (the
+    controller would show an INTERNALERROR), so there it is a collection error whose
+    text is just the message: xdist shows it and stops before any example runs.
+    """
+    if is_worker(config):
+        raise pytest.Collector.CollectError(message)
     if message not in state.errors:
         state.errors.append(message)
 
@@ -135,16 +145,17 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     nodeid = metafunc.definition.nodeid
     if marker is None:
         if takes_example:
-            _defer(state, f"{nodeid} takes ctxbench_example but has no @pytest.mark.{MARKER}(dataset=...) marker")
+            _defer(metafunc.config, state, f"{nodeid} takes ctxbench_example but has no @pytest.mark.{MARKER}(dataset=...) marker")
         return
     if not takes_example:
-        _defer(state, f"{nodeid} is marked @pytest.mark.{MARKER} but does not take the ctxbench_example fixture")
+        _defer(metafunc.config, state, f"{nodeid} is marked @pytest.mark.{MARKER} but does not take the ctxbench_example fixture")
         return
     if marker.kwargs.get("_cli"):
         spec = state.cli_spec
         assert spec is not None
         if not state.systems and _uses_default_system_fixture(metafunc):
             _defer(
+                metafunc.config,
                 state,
                 f"{DATASET.flag} needs a System: pass {SYSTEM.flag}=package.module:obj or"
                 " define a `ctxbench_system` fixture in conftest.py",
@@ -154,10 +165,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         try:
             spec = spec_from_marker(marker, metafunc.definition, state.settings, state.cache)
         except pytest.UsageError as exc:
-            _defer(state, str(exc))
+            _defer(metafunc.config, state, str(exc))
             return
     state.specs[spec.origin] = spec
     parametrize(metafunc, spec, state.systems)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> None:
+    # Remember the directory nodes pytest collects: the CLI items hang under the real
+    # one, because since pytest 9.1 conftest fixtures are scoped to that node object.
+    if isinstance(collector, pytest.Directory):
+        state = collector.config.stash.get(STATE_KEY, None)
+        if state is not None and state.cli_spec is not None:
+            state.dirs[collector.path] = collector
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -166,7 +187,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if state is None:
         return
     if state.cli_spec is not None:
-        collector = build_cli_collector(session)
+        collector = build_cli_collector(session, state.dirs)
         items.extend(session.genitems(collector))
     if state.errors:
         raise pytest.UsageError(*state.errors)

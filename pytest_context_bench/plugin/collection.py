@@ -263,14 +263,22 @@ def anchor_dir(config: pytest.Config) -> Path:
     return root
 
 
-def build_cli_collector(session: pytest.Session) -> CliModule:
+def build_cli_collector(session: pytest.Session, dirs: dict[Any, pytest.Directory]) -> CliModule:
+    """The CLI module, placed under the anchor directory's collector.
+
+    The real directory node is used when pytest collected it (conftest fixtures are
+    attached to it); otherwise a chain of directory nodes is built so that nodeids
+    still nest as they would.
+    """
     config = session.config
     anchor = anchor_dir(config)
-    parent: Any = session
-    root = config.rootpath
-    if anchor != root:
-        current = root
-        for part in anchor.relative_to(root).parts:
-            current = current / part
-            parent = pytest.Dir.from_parent(parent, path=current)
+    parent: Any = dirs.get(anchor)
+    if parent is None:
+        parent = session
+        root = config.rootpath
+        if anchor != root:
+            current = root
+            for part in anchor.relative_to(root).parts:
+                current = current / part
+                parent = dirs.get(current) or pytest.Dir.from_parent(parent, path=current)
     return CliModule.from_parent(parent, path=anchor / "ctxbench")

@@ -173,10 +173,13 @@ def parse_float(
         value = math.nan
     bad_range = value <= lo if open_lo else value < lo
     if not math.isfinite(value) or bad_range or value > hi:
-        lo_s = "(" if open_lo else "["
-        rng = f"in {lo_s}{lo:g}, {hi:g}]" if math.isfinite(hi) else (
-            f"> {lo:g}" if open_lo else f">= {lo:g}" if math.isfinite(lo) else "finite")
-        raise pytest.UsageError(f"{where} must be a number {rng}, given: {raw!r}")
+        if math.isfinite(hi):
+            expected = f"a number in {'(' if open_lo else '['}{lo:g}, {hi:g}]"
+        elif math.isfinite(lo):
+            expected = f"a number {'>' if open_lo else '>='} {lo:g}"
+        else:
+            expected = "a finite number"
+        raise pytest.UsageError(f"{where} must be {expected}, given: {raw!r}")
     return value
 
 

@@ -44,6 +44,7 @@ class Controller:
         self.records: list[Record] = []
         self.infos: dict[str, SuiteInfo] = {}
         self.lost: list[str] = []
+        self._failed: list[tuple[str, bool]] = []
         self.report: RunReport | None = None
         self.json_error: str | None = None
 
@@ -54,10 +55,11 @@ class Controller:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         payload = read_payload(report)
         if payload is None:
-            # A ctxbench item that failed before it could record (setup error, a
-            # crashed xdist worker): its example is listed, never silently dropped.
-            if report.failed and report.when in ("setup", "call") and "ctxbench" in report.keywords:
-                self.lost.append(report.nodeid)
+            # Maybe a ctxbench item that failed before it could record (setup error,
+            # a crashed xdist worker, whose report carries no keywords): decided in
+            # finish(), once every origin is known.
+            if report.failed and report.when != "teardown":
+                self._failed.append((report.nodeid, "ctxbench" in report.keywords))
             return
         suite = payload["suite"]
         origin = str(suite["origin"])
@@ -77,6 +79,11 @@ class Controller:
     def finish(self, session: pytest.Session) -> None:
         if self.report is not None:
             return
+        origins = set(self.infos)
+        for nodeid, marked in self._failed:
+            function = nodeid.split("[", 1)[0]
+            if marked or function in origins or function.endswith("ctxbench::example"):
+                self.lost.append(nodeid)
         if not self.records and not self.lost:
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
