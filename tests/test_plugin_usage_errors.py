@@ -146,3 +146,23 @@ def test_strict_markers_accepts_ctxbench(project: pytest.Pytester) -> None:
     result = project.runpytest("--strict-markers")
     assert result.ret == 0
     result.assert_outcomes(passed=1)
+
+
+def test_bad_marker_under_xdist_is_one_clean_collection_error(project: pytest.Pytester) -> None:
+    # Workers cannot raise UsageError (xdist would show an INTERNALERROR): the message
+    # comes as the collection error of the module, with no traceback, and nothing runs.
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", limt=3)
+        def test_qa(ctxbench_example, ctxbench_record):
+            ctxbench_record({**ctxbench_example, "response": "x"})
+        """
+    )
+    result = project.runpytest("-n", "2")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*ERROR collecting test_m.py*", "test_m.py::test_qa: @pytest.mark.ctxbench has no keyword argument 'limt'*"])
+    assert "Traceback" not in result.stdout.str()
+    assert "INTERNALERROR" not in result.stdout.str()
+    assert "passed" not in result.stdout.str()

@@ -1,0 +1,128 @@
+"""The core never imports pytest; rows survive the xdist wire and the disk."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import execnet
+import pytest
+
+from pytest_context_bench.plugin.transport import ensure_wire_safe
+from pytest_context_bench.results import EvalResult, EvalRow, json_safe
+
+CORE_MODULES = [
+    "pytest_context_bench",
+    "pytest_context_bench.engine",
+    "pytest_context_bench.metrics",
+    "pytest_context_bench.metrics.quality",
+    "pytest_context_bench.evaluators",
+    "pytest_context_bench.datasets",
+    "pytest_context_bench.gate",
+    "pytest_context_bench.report",
+    "pytest_context_bench.tokens",
+]
+
+
+def test_core_never_imports_pytest() -> None:
+    code = (
+        "import sys\n"
+        + "".join(f"import {m}\n" for m in CORE_MODULES)
+        + "from pytest_context_bench import evaluate\n"
+        + "class S:\n    name='s'\n    def process(self, e):\n        return {**e, 'response': e['answer']}\n"
+        + "r = evaluate(S(), [{'question': 'q', 'answer': 'Paris'}], progress=False)\n"
+        + "assert r.summary['s']['pass_rate'] == 1.0, r.summary\n"
+        + "bad = sorted(m for m in sys.modules if m == 'pytest' or m.startswith(('_pytest', 'xdist', 'pluggy')))\n"
+        + "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_plugin_package_is_the_only_pytest_importer() -> None:
+    pkg = Path(__import__("pytest_context_bench").__file__).parent
+    offenders = [
+        str(p.relative_to(pkg))
+        for p in pkg.rglob("*.py")
+        if "plugin" not in p.relative_to(pkg).parts
+        and any(
+            line.strip().startswith(("import pytest", "from pytest ", "import _pytest", "from _pytest"))
+            for line in p.read_text().splitlines()
+        )
+    ]
+    assert offenders == []
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+class MyFloat(float):
+    pass
+
+
+class MyStr(str):
+    pass
+
+
+def test_ensure_wire_safe_makes_execnet_serializable() -> None:
+    value = {
+        "enum": Color.RED,
+        "path": Path("/tmp/x"),
+        "float": MyFloat(0.5),
+        "str": MyStr("s"),
+        "tuple": (1, 2),
+        "set": {3, 1},
+        "nested": {1: [Color.RED, None, True]},
+        "inf": math.inf,
+    }
+    with pytest.raises(execnet.DataFormatError):
+        execnet.dumps(value)
+    safe = ensure_wire_safe(value)
+    assert execnet.loads(execnet.dumps(safe)) == safe
+    assert safe["path"] == "/tmp/x"
+    assert type(safe["float"]) is float and type(safe["str"]) is str
+    assert safe["set"] == [1, 3]
+    assert safe["nested"] == {"1": ["<Color.RED: 1>", None, True]}
+    assert safe["inf"] == math.inf
+
+
+def test_row_round_trips_through_dict_json_and_wire() -> None:
+    row = EvalRow(
+        system="s",
+        example_id="7",
+        scores={"f1": 0.5, "weird": math.inf},
+        input_tokens=10,
+        output_tokens=4,
+        metadata={"score_field": "f1", "completion_tokens": 3},
+        latency=0.25,
+        dataset="qa",
+        error={"type": "ValueError", "message": "boom", "where": "system"},
+    )
+    d = row.to_dict()
+    assert list(d) == ["system", "example_id", "dataset", "scores", "input_tokens", "output_tokens", "latency", "metadata", "error"]
+    assert EvalRow.from_dict(d) == row
+    text = json.dumps(json_safe(d), allow_nan=False)
+    assert EvalRow.from_dict(json.loads(text)) == row
+    assert EvalRow.from_dict(execnet.loads(execnet.dumps(ensure_wire_safe(d)))) == row
+
+
+def test_result_to_json_is_strict() -> None:
+    row = EvalRow("s", "1", {"f1": 0.0}, 3, 3)
+    result = EvalResult([row], {"s": {"cost_of_pass": math.inf, "mean_score": math.nan}})
+    text = result.to_json()
+    assert "Infinity" not in text and "NaN" not in text
+    back = EvalResult.from_dict(json.loads(text))
+    assert back.summary["s"]["cost_of_pass"] == math.inf
+    assert math.isnan(back.summary["s"]["mean_score"])
+    assert back.rows == [row]
+
+
+def test_from_dict_rejects_garbage() -> None:
+    with pytest.raises(ValueError, match="missing"):
+        EvalRow.from_dict({"system": "s"})
+    with pytest.raises(ValueError, match="number"):
+        EvalRow.from_dict({"system": "s", "example_id": "1", "scores": {"f1": "high"}})
