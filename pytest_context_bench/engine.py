@@ -206,7 +206,7 @@ def _examples(dataset: Any, max_examples: int | None) -> tuple[list[dict[str, An
     """Materialise ``dataset`` (a spec string, a Dataset or an iterable of dicts)."""
     from .datasets import resolve_dataset
 
-    source = resolve_dataset(dataset) if isinstance(dataset, str) else dataset
+    source: Any = resolve_dataset(dataset) if isinstance(dataset, str) else dataset
     if hasattr(source, "ids") and hasattr(source, "__getitem__"):
         n = len(source) if max_examples is None else min(len(source), max_examples)
         return [source[i] for i in range(n)], source

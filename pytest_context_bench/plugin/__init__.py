@@ -132,8 +132,13 @@ def _defer(config: pytest.Config, state: State, message: str) -> None:
 
 
 def _uses_default_system_fixture(metafunc: pytest.Metafunc) -> bool:
-    defs = getattr(metafunc, "_arg2fixturedefs", {}).get("ctxbench_system")
-    return bool(defs) and getattr(defs[-1], "func", None) is ctxbench_system.__wrapped__  # type: ignore[attr-defined]
+    # Private pytest API, read defensively: when it is missing we fall back to the
+    # default fixture's own runtime error.
+    defs: Any = getattr(metafunc, "_arg2fixturedefs", {}).get("ctxbench_system")
+    if not defs:
+        return False
+    default = getattr(ctxbench_system, "__wrapped__", ctxbench_system)
+    return getattr(defs[-1], "func", None) is default
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -210,7 +215,7 @@ def ctxbench_example(request: pytest.FixtureRequest) -> dict[str, Any]:
 @pytest.fixture
 def ctxbench_record(request: pytest.FixtureRequest, ctxbench_example: dict[str, Any]) -> Recorder:
     """Scores the processed example: ``ctxbench_record({**ctxbench_example, "response": text})``."""
-    recorder = request.node.stash[RECORDER_KEY]
+    recorder: Recorder = request.node.stash[RECORDER_KEY]
     recorder._start = time.perf_counter()
     return recorder
 

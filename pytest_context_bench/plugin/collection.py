@@ -123,7 +123,7 @@ class DatasetCache:
             if ds.tag in tags:
                 raise pytest.UsageError(
                     f"{where}: two datasets share the tag {ds.tag!r}"
-                    f" ({tags[ds.tag].path} and {ds.path}); item ids and per-dataset"
+                    f" ({getattr(tags[ds.tag], 'path', ds.tag)} and {getattr(ds, 'path', ds.tag)}); item ids and per-dataset"
                     " results would mix. Rename one file."
                 )
             tags[ds.tag] = ds
@@ -189,7 +189,7 @@ def spec_from_marker(
 
 
 def example_refs(spec: SuiteSpec) -> list[ExampleRef]:
-    refs = []
+    refs: list[ExampleRef] = []
     for pos, ds in enumerate(spec.datasets):
         n = len(ds) if spec.limit is None else min(len(ds), spec.limit)
         refs.extend(ExampleRef(spec, pos, i) for i in range(n))
@@ -234,7 +234,7 @@ class CliModule(pytest.Module):
     def _getobj(self) -> types.ModuleType:
         return _cli_module()
 
-    def collect(self) -> Iterator[pytest.Item]:  # type: ignore[override]
+    def collect(self) -> Iterator[pytest.Item]:
         self.session._fixturemanager.parsefactories(self)
         # Called directly (not through python_functions matching) so that a project's
         # own `python_functions` ini cannot hide the benchmark.
