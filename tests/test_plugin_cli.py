@@ -237,3 +237,32 @@ def test_two_datasets_get_per_dataset_means(project: pytest.Pytester) -> None:
     )
     assert result.ret == 0
     result.stdout.fnmatch_lines(["mean score per dataset:", "suite*other*qa*", "echo*1.0000*1.0000*"])
+
+
+def test_works_without_xdist(project: pytest.Pytester) -> None:
+    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", "-p", "no:xdist")
+    assert result.ret == 0
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["echo*6*1.0000*1.0000*"])
+
+
+def test_custom_python_functions_does_not_hide_the_benchmark(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\npythonpath = .\npython_functions = check_*\n")
+    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo")
+    result.assert_outcomes(passed=6)
+
+
+def test_json_path_under_a_file_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makefile(".txt", afile="x")
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", "--ctxbench-json=afile.txt/out.json"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --ctxbench-json: *afile.txt is not a directory"])
+
+
+def test_report_header_and_plugin_disable(project: pytest.Pytester) -> None:
+    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo")
+    result.stdout.fnmatch_lines(["ctxbench: datasets qa (6); systems echo"])
+    disabled = project.runpytest("-p", "no:ctxbench", "--ctxbench-dataset=qa.jsonl")
+    assert disabled.ret == pytest.ExitCode.USAGE_ERROR  # the option no longer exists
