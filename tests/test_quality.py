@@ -107,3 +107,26 @@ def test_f1_is_symmetric_in_its_arguments() -> None:
     assert f1_score("red blue green", "blue yellow") == f1_score(
         "blue yellow", "red blue green"
     )
+
+
+@pytest.mark.parametrize(
+    "response, reference",
+    [
+        ("The capital is Paris.", "Paris"),
+        ("cat cat cat", "cat"),
+        ("the", "a"),
+        ("", "x"),
+        ("x", ""),
+        ("Paris", "paris!"),
+        ("a b c d", "d c b a e"),
+        ("U.S. army", "US Army corps"),
+    ],
+)
+def test_overlap_scores_equals_the_three_functions(response: str, reference: str) -> None:
+    from pytest_context_bench.metrics.quality import overlap_scores
+
+    assert overlap_scores(response, reference) == (
+        f1_score(response, reference),
+        exact_match(response, reference),
+        recall_score(response, reference),
+    )

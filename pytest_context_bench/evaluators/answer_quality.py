@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..metrics.quality import exact_match, f1_score, recall_score
+from ..metrics.quality import overlap_scores
 
 __all__ = ["AnswerQuality"]
 
@@ -22,12 +22,8 @@ def _score_one(answer: str, response: str | None) -> dict[str, float]:
     # Surrounding whitespace of the gold is dropped so a gold read with a trailing
     # newline still matches; otherwise this is the raw, unnormalised substring test.
     contains = 1.0 if answer.strip().lower() in response.lower() else 0.0
-    return {
-        "f1": f1_score(response, answer),
-        "exact_match": exact_match(response, answer),
-        "recall": recall_score(response, answer),
-        "contains": contains,
-    }
+    f1, em, recall = overlap_scores(response, answer)
+    return {"f1": f1, "exact_match": em, "recall": recall, "contains": contains}
 
 
 class AnswerQuality:

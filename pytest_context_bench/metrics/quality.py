@@ -23,7 +23,7 @@ import re
 import string
 from collections import Counter
 
-__all__ = ["exact_match", "f1_score", "normalize_answer", "recall_score"]
+__all__ = ["exact_match", "f1_score", "normalize_answer", "recall_score", "overlap_scores"]
 
 # Built once: these run per example, and a translate table is the cheapest way to drop
 # a fixed character set.
@@ -94,3 +94,27 @@ def recall_score(response: object, reference: object) -> float:
     if n_ref == 0:
         return 0.0
     return overlap / n_ref
+
+
+def overlap_scores(response: object, reference: object) -> tuple[float, float, float]:
+    """``(f1, exact_match, recall)`` from one normalisation of each side.
+
+    Identical to calling :func:`f1_score`, :func:`exact_match` and
+    :func:`recall_score`, at a third of the cost (the evaluators' hot path).
+    """
+    norm_pred = normalize_answer(response)
+    norm_ref = normalize_answer(reference)
+    em = 1.0 if norm_pred == norm_ref else 0.0
+    pred = norm_pred.split()
+    ref = norm_ref.split()
+    if not pred or not ref:
+        return 0.0, em, 0.0
+    if len(pred) == 1 and len(ref) == 1:  # the common short-answer case
+        overlap = 1 if pred[0] == ref[0] else 0
+    else:
+        overlap = sum((Counter(pred) & Counter(ref)).values())
+    if overlap == 0:
+        return 0.0, em, 0.0
+    precision = overlap / len(pred)
+    recall = overlap / len(ref)
+    return 2 * precision * recall / (precision + recall), em, recall

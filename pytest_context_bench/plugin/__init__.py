@@ -22,6 +22,7 @@ from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
 from .collection import (
     MARKER,
+    CliCase,
     DatasetCache,
     ExampleRef,
     SuiteSpec,
@@ -47,6 +48,7 @@ class State:
     specs: dict[str, SuiteSpec] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     dirs: dict[Any, pytest.Directory] = field(default_factory=dict)
+    sent_origins: set[str] = field(default_factory=set)
     controller: Controller | None = None
     _tokenizer: Callable[[str], int] | None = None
 
@@ -55,6 +57,9 @@ class State:
             spec = self.settings.tokenizer
             self._tokenizer = resolve_tokenizer(spec) if spec else get_tokenizer()
         return self._tokenizer
+
+    def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
+        return Recorder(ref, self.tokenizer(), self.systems, original)
 
 
 STATE_KEY = pytest.StashKey[State]()
@@ -80,7 +85,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if settings.systems:
             state.systems = tuple(load_system(path) for path in settings.systems)
             check_unique_names(state.systems)
-        if settings.tokenizer:
+        if settings.tokenizer or settings.datasets:
+            # Loaded before collection: the memory its construction needed for a
+            # moment is then reused by the items instead of raising the peak.
             state.tokenizer()
         if settings.datasets:
             datasets = state.cache.load_all(
@@ -148,14 +155,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     marker = metafunc.definition.get_closest_marker(MARKER)
     takes_example = "ctxbench_example" in metafunc.fixturenames
     nodeid = metafunc.definition.nodeid
-    if marker is None:
-        if takes_example:
-            _defer(metafunc.config, state, f"{nodeid} takes ctxbench_example but has no @pytest.mark.{MARKER}(dataset=...) marker")
-        return
-    if not takes_example:
-        _defer(metafunc.config, state, f"{nodeid} is marked @pytest.mark.{MARKER} but does not take the ctxbench_example fixture")
-        return
-    if marker.kwargs.get("_cli"):
+    if marker is not None and marker.kwargs.get("_cli"):
         spec = state.cli_spec
         assert spec is not None
         if not state.systems and _uses_default_system_fixture(metafunc):
@@ -166,6 +166,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                 " define a `ctxbench_system` fixture in conftest.py",
             )
             return
+    elif marker is None:
+        if takes_example:
+            _defer(metafunc.config, state, f"{nodeid} takes ctxbench_example but has no @pytest.mark.{MARKER}(dataset=...) marker")
+        return
+    elif not takes_example:
+        _defer(metafunc.config, state, f"{nodeid} is marked @pytest.mark.{MARKER} but does not take the ctxbench_example fixture")
+        return
     else:
         try:
             spec = spec_from_marker(marker, metafunc.definition, state.settings, state.cache)
@@ -173,7 +180,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             _defer(metafunc.config, state, str(exc))
             return
     state.specs[spec.origin] = spec
-    parametrize(metafunc, spec, state.systems)
+    parametrize(metafunc, spec, state.systems, state)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -192,7 +199,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if state is None:
         return
     if state.cli_spec is not None:
-        collector = build_cli_collector(session, state.dirs)
+        collector = build_cli_collector(session, state.dirs, with_fixture=not state.systems)
         items.extend(session.genitems(collector))
     if state.errors:
         raise pytest.UsageError(*state.errors)
@@ -208,7 +215,7 @@ def ctxbench_example(request: pytest.FixtureRequest) -> dict[str, Any]:
             pytrace=False,
         )
     state = request.config.stash[STATE_KEY]
-    request.node.stash[RECORDER_KEY] = Recorder(ref, state.tokenizer(), state.systems)
+    request.node.stash[RECORDER_KEY] = state.recorder(ref, None)
     return ref.load()
 
 
@@ -239,11 +246,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when == "call":
         recorder = item.stash.get(RECORDER_KEY, None)
         if recorder is not None:
-            _attach(report, recorder)
+            del item.stash[RECORDER_KEY]  # items live all session; rows need not
+            _attach(report, recorder, item.config.stash[STATE_KEY])
+        else:
+            callspec = getattr(item, "callspec", None)
+            case = callspec.params.get("ctxbench_case") if callspec is not None else None
+            if isinstance(case, CliCase) and case.recorder is not None:
+                recorder, case.recorder = case.recorder, None
+                _attach(report, recorder, item.config.stash[STATE_KEY])
     return report
 
 
-def _attach(report: pytest.TestReport, recorder: Recorder) -> None:
+def _attach(report: pytest.TestReport, recorder: Recorder, state: State) -> None:
     spec = recorder.spec
     if not recorder.rows:
         if report.passed:
@@ -253,7 +267,7 @@ def _attach(report: pytest.TestReport, recorder: Recorder) -> None:
                 " ctxbench_record(processed): nothing was scored"
             )
         return
-    rows = []
+    rows: list[dict[str, Any]] = []
     statuses = []
     for sys_pos, row in recorder.rows:
         status = row_status(row, spec.threshold)
@@ -261,9 +275,12 @@ def _attach(report: pytest.TestReport, recorder: Recorder) -> None:
         rows.append(
             {
                 "suite": spec.suite_label(row.system),
+                "origin": spec.origin,
                 "order": [sys_pos, recorder.ref.ds_pos, recorder.ref.index],
                 "status": status,
-                "row": row.to_dict(),
+                # to_dict() yields exact builtins (floats, ints, strs) except for
+                # metadata, which is checked at the boundary.
+                "row": {**row.to_dict(), "metadata": ensure_wire_safe(row.metadata)},
             }
         )
     overall = next((s for s in ("error", "below", "unscored") if s in statuses), "pass")
@@ -276,8 +293,13 @@ def _attach(report: pytest.TestReport, recorder: Recorder) -> None:
             if st == "below"
         ]
         report.longrepr = "below threshold (--ctxbench-strict):\n" + "\n".join(lines)
-    payload = {"v": WIRE_VERSION, "status": overall, "suite": spec.wire(), "rows": rows}
-    setattr(report, REPORT_ATTR, ensure_wire_safe(payload))
+    payload: dict[str, Any] = {"v": WIRE_VERSION, "status": overall, "rows": rows}
+    if spec.origin not in state.sent_origins:
+        # How the suite is scored and gated travels once per process (the controller
+        # keeps the first copy it sees), not on every report.
+        state.sent_origins.add(spec.origin)
+        payload["suite"] = ensure_wire_safe(spec.wire())
+    setattr(report, REPORT_ATTR, payload)
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -24,6 +24,7 @@ from typing import Any, Iterator
 import pytest
 
 from ..datasets import Dataset, resolve_dataset
+from ..engine import default_evaluators
 from ..errors import CtxBenchError
 from .options import Settings, marker_kwargs_parsers
 
@@ -48,10 +49,21 @@ class SuiteSpec:
     strict: bool
     text_fields: tuple[str, ...] | None
     evaluators: tuple[Any, ...] | None = None
-    family_fields: dict[str, str] = field(default_factory=dict)
+    # Per dataset position: the evaluators, built once rather than once per example.
+    _evaluators: dict[int, list[Any]] = field(default_factory=dict, repr=False)
 
     def primary_field(self, ds: Dataset) -> str:
         return self.score_field or ds.primary_score or "f1"
+
+    def evaluators_for(self, ds_pos: int) -> list[Any]:
+        evs = self._evaluators.get(ds_pos)
+        if evs is None:
+            if self.evaluators is not None:
+                evs = list(self.evaluators)
+            else:
+                evs = default_evaluators({self.datasets[ds_pos].family})
+            self._evaluators[ds_pos] = evs
+        return evs
 
     def suite_label(self, system: str) -> str:
         if self.origin == CLI_ORIGIN:
@@ -196,9 +208,45 @@ def example_refs(spec: SuiteSpec) -> list[ExampleRef]:
     return refs
 
 
-def parametrize(metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, ...]) -> None:
+class CliCase:
+    """One command-line item: an example, and the System when the CLI names it.
+
+    The command-line items take this single directly parametrized argument (plus the
+    ``ctxbench_system`` fixture when no ``--ctxbench-system`` is given) instead of
+    three fixtures: fixture setup is most of pytest's per-item cost, and this is the
+    plugin's hot path.
+    """
+
+    __slots__ = ("ref", "system", "runtime", "recorder")
+
+    def __init__(self, ref: ExampleRef, system: Any, runtime: Any) -> None:
+        self.ref = ref
+        self.system = system
+        self.runtime = runtime
+        self.recorder: Any = None
+
+    def __repr__(self) -> str:
+        return f"<ctxbench case {self.ref.test_id}>"
+
+    def run(self, fixture_system: Any = None) -> None:
+        __tracebackhide__ = True
+        self.recorder = self.runtime.recorder(self.ref, original=None)
+        self.recorder.run(self.system if self.system is not None else fixture_system)
+
+
+def parametrize(
+    metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, ...], runtime: Any
+) -> None:
     refs = example_refs(spec)
-    if systems and "ctxbench_system" in metafunc.fixturenames:
+    if "ctxbench_case" in metafunc.fixturenames:  # the command-line items
+        if systems:
+            cases = [CliCase(r, s, runtime) for s in systems for r in refs]
+            ids = [f"{c.system.name}/{c.ref.test_id}" for c in cases]
+        else:
+            cases = [CliCase(r, None, runtime) for r in refs]
+            ids = [r.test_id for r in refs]
+        metafunc.parametrize("ctxbench_case", cases, ids=ids)
+    elif systems and "ctxbench_system" in metafunc.fixturenames:
         pairs = [(s, r) for s in systems for r in refs]
         metafunc.parametrize(
             ("ctxbench_system", "ctxbench_example"),
@@ -215,24 +263,32 @@ def parametrize(metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, 
 # --- the virtual module of the command-line run ----------------------------------
 
 
-def _cli_example(ctxbench_example: Any, ctxbench_record: Any, ctxbench_system: Any) -> None:
-    """Run the System(s) on one example of a --ctxbench-dataset dataset and score it."""
+def _cli_example(ctxbench_case: CliCase) -> None:
+    """Run the System(s) named on the command line on one example and score it."""
     __tracebackhide__ = True
-    ctxbench_record.run(ctxbench_system)
+    ctxbench_case.run()
 
 
-def _cli_module() -> types.ModuleType:
+def _cli_example_fixture(ctxbench_case: CliCase, ctxbench_system: Any) -> None:
+    """Run the ``ctxbench_system`` fixture's System(s) on one example and score it."""
+    __tracebackhide__ = True
+    ctxbench_case.run(ctxbench_system)
+
+
+def _cli_module(with_fixture: bool) -> types.ModuleType:
     mod = types.ModuleType("ctxbench")
-    fn = pytest.mark.ctxbench(_cli=True)(_cli_example)
-    mod.example = fn  # type: ignore[attr-defined]
+    fn = _cli_example_fixture if with_fixture else _cli_example
+    mod.example = pytest.mark.ctxbench(_cli=True)(fn)  # type: ignore[attr-defined]
     return mod
 
 
 class CliModule(pytest.Module):
     """The command-line run's items, collected from a module that exists in memory."""
 
+    with_fixture = False
+
     def _getobj(self) -> types.ModuleType:
-        return _cli_module()
+        return _cli_module(self.with_fixture)
 
     def collect(self) -> Iterator[pytest.Item]:
         self.session._fixturemanager.parsefactories(self)
@@ -263,7 +319,9 @@ def anchor_dir(config: pytest.Config) -> Path:
     return root
 
 
-def build_cli_collector(session: pytest.Session, dirs: dict[Any, pytest.Directory]) -> CliModule:
+def build_cli_collector(
+    session: pytest.Session, dirs: dict[Any, pytest.Directory], with_fixture: bool
+) -> CliModule:
     """The CLI module, placed under the anchor directory's collector.
 
     The real directory node is used when pytest collected it (conftest fixtures are
@@ -281,4 +339,6 @@ def build_cli_collector(session: pytest.Session, dirs: dict[Any, pytest.Director
             for part in anchor.relative_to(root).parts:
                 current = current / part
                 parent = dirs.get(current) or pytest.Dir.from_parent(parent, path=current)
-    return CliModule.from_parent(parent, path=anchor / "ctxbench")
+    module = CliModule.from_parent(parent, path=anchor / "ctxbench")
+    module.with_fixture = with_fixture
+    return module

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from ..engine import check_unique_names, default_evaluators, run_example, score_processed
+from ..engine import check_unique_names, run_example, score_processed
 from ..errors import CtxBenchError
 from ..importing import check_system
 from ..results import EvalRow
@@ -48,18 +48,18 @@ class Recorder:
         ref: ExampleRef,
         tokenizer: Callable[[str], int],
         cli_systems: Sequence[Any],
+        original: dict[str, Any] | None = None,
     ) -> None:
         self.ref = ref
         self.spec = ref.spec
         self._tokenizer = tokenizer
-        self._cli_systems = list(cli_systems)
-        self._original = ref.load()
+        self._cli_systems = cli_systems
+        # The pristine example the evaluators compare against; Systems get copies.
+        self._original = ref.load() if original is None else original
         self._start = time.perf_counter()
         self.rows: list[tuple[int, EvalRow]] = []
-        ds = ref.dataset
-        self.score_field = self.spec.primary_field(ds)
-        evs = self.spec.evaluators
-        self.evaluators = list(evs) if evs is not None else default_evaluators({ds.family})
+        self.score_field = self.spec.primary_field(ref.dataset)
+        self.evaluators = self.spec.evaluators_for(ref.ds_pos)
 
     def __repr__(self) -> str:
         return f"<ctxbench_record {self.ref.test_id}>"

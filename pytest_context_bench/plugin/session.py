@@ -19,7 +19,7 @@ from ..report import RunReport, build_run_report, render_lines, to_json_dict, wr
 from ..report.run import Record, SuiteInfo
 from ..results import EvalRow
 from .options import Settings
-from .transport import read_payload
+from .transport import REPORT_ATTR, read_payload
 
 __all__ = ["Controller", "is_worker", "CtxBenchWarning"]
 
@@ -52,6 +52,7 @@ class Controller:
     def gate_enforced(self) -> bool:
         return not self.settings.no_gate
 
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         payload = read_payload(report)
         if payload is None:
@@ -61,20 +62,22 @@ class Controller:
             if report.failed and report.when != "teardown":
                 self._failed.append((report.nodeid, "ctxbench" in report.keywords))
             return
-        suite = payload["suite"]
-        origin = str(suite["origin"])
-        if origin not in self.infos:
-            self.infos[origin] = SuiteInfo.from_wire(suite)
+        suite = payload.get("suite")
+        if suite is not None and str(suite["origin"]) not in self.infos:
+            self.infos[str(suite["origin"])] = SuiteInfo.from_wire(suite)
         for item in payload["rows"]:
             self.records.append(
                 Record(
                     suite=str(item["suite"]),
-                    origin=origin,
+                    origin=str(item["origin"]),
                     order=tuple(int(x) for x in item["order"]),
                     status=str(item["status"]),
                     row=EvalRow.from_dict(item["row"]),
                 )
             )
+        # The terminal reporter keeps every report for the whole session: once the
+        # rows are ours, leave only what pytest_report_teststatus reads again.
+        setattr(report, REPORT_ATTR, {"v": payload["v"], "status": payload["status"]})
 
     def finish(self, session: pytest.Session) -> None:
         if self.report is not None:
