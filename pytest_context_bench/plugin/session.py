@@ -19,9 +19,13 @@ from ..report import RunReport, build_run_report, render_lines, to_json_dict, wr
 from ..report.run import Record, SuiteInfo
 from ..results import EvalRow
 from .options import Settings
-from .transport import REPORT_ATTR, read_payload
+from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
 __all__ = ["Controller", "is_worker", "CtxBenchWarning"]
+
+# What stays on a report once its rows are consumed: one shared, never-mutated dict
+# per status rather than one per report (pytest keeps every report until the end).
+_SLIM = {s: {"v": WIRE_VERSION, "status": s} for s in ("pass", "below", "error", "unscored")}
 
 
 class CtxBenchWarning(pytest.PytestWarning):
@@ -77,7 +81,7 @@ class Controller:
             )
         # The terminal reporter keeps every report for the whole session: once the
         # rows are ours, leave only what pytest_report_teststatus reads again.
-        setattr(report, REPORT_ATTR, {"v": payload["v"], "status": payload["status"]})
+        setattr(report, REPORT_ATTR, _SLIM.get(payload["status"]) or {"v": payload["v"], "status": payload["status"]})
 
     def finish(self, session: pytest.Session) -> None:
         if self.report is not None:

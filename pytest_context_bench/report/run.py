@@ -44,7 +44,7 @@ class SuiteInfo:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Record:
     """One row as received, with where it belongs."""
 
