@@ -29,8 +29,9 @@ def import_object(path: str, *, what: str = "object") -> Any:
     except ImportError as exc:
         raise ConfigError(
             f"cannot import module {module_name!r} for {what} {path!r}: {exc}. Check"
-            " the spelling and that the module is importable (installed, or on"
-            " sys.path / pytest's rootdir)."
+            " the spelling and that the module is importable: installed, or found"
+            " from the current directory (run `python -m pytest`, or set"
+            " `pythonpath = .` in your pytest configuration)."
         ) from exc
     except Exception as exc:
         raise ConfigError(

@@ -126,7 +126,7 @@ def test_parametrized_fixture_gives_one_item_per_system(project: pytest.Pytester
         """
     )
     result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--co", "-q")
-    result.stdout.fnmatch_lines(["ctxbench::example[[]echo-qa/q-1[]]", "*", "12 tests collected*"])
+    result.stdout.fnmatch_lines(["ctxbench::example[[]qa/q-1-echo[]]", "*", "12 tests collected*"])
 
 
 def test_marker_with_cli_systems_and_run(project: pytest.Pytester) -> None:
@@ -191,3 +191,28 @@ def test_crashed_worker_loses_only_its_example(project: pytest.Pytester) -> None
         ["*1 example(s) produced no row (crashed or failed before scoring):*", "*ctxbench::example?crash/qa/q-2?*"]
     )
     result.stdout.fnmatch_lines(["crash*5*1.0000*1.0000*"])
+
+
+def test_cli_systems_shadow_a_parametrized_fixture_in_marker_tests(project: pytest.Pytester) -> None:
+    project.makeconftest(
+        """
+        import pytest
+        import systems
+
+        @pytest.fixture(params=["echo", "half"])
+        def ctxbench_system(request):
+            return getattr(systems, request.param)
+        """
+    )
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", limit=2)
+        def test_systems(ctxbench_example, ctxbench_record, ctxbench_system):
+            ctxbench_record.run(ctxbench_system)
+        """
+    )
+    result = project.runpytest("--ctxbench-system=systems:wrong", "--co", "-q")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["test_m.py::test_systems[[]wrong/qa/q-1[]]", "test_m.py::test_systems[[]wrong/qa/q-2[]]", "2 tests collected*"])

@@ -17,7 +17,7 @@ BAD_OPTIONS = [
     (["--ctxbench-system=systems:nope"], "--ctxbench-system: module 'systems' has no attribute 'nope'*"),
     (["--ctxbench-system=systems:Nameless"], "--ctxbench-system: system 'systems:Nameless' (Nameless) needs a non-empty str `name`*"),
     (["--ctxbench-system=systems:echo", "--ctxbench-system=systems:make_echo"], "--ctxbench-system: two systems are named 'echo'*"),
-    (["--ctxbench-tokenizer=nope.tiktoken"], "--ctxbench-tokenizer: Cannot read the tokenizer file nope.tiktoken*"),
+    (["--ctxbench-tokenizer=nope.tiktoken"], "--ctxbench-tokenizer: Cannot read the tokenizer file *nope.tiktoken*"),
     (["--ctxbench-text-fields=,"], "--ctxbench-text-fields must list field names*"),
 ]
 
@@ -148,12 +148,16 @@ def test_strict_markers_accepts_ctxbench(project: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
 
 
-def test_bad_marker_under_xdist_is_one_clean_collection_error(project: pytest.Pytester) -> None:
+def test_bad_marker_under_xdist_is_a_usage_error_and_nothing_runs(project: pytest.Pytester) -> None:
     # Workers cannot raise UsageError (xdist would show an INTERNALERROR): the message
-    # comes as the collection error of the module, with no traceback, and nothing runs.
+    # comes as the collection error of the module, with no traceback, no test runs,
+    # and the controller makes the exit status 4.
     project.makepyfile(
         test_m="""
         import pytest
+
+        def test_plain():
+            pass
 
         @pytest.mark.ctxbench(dataset="qa.jsonl", limt=3)
         def test_qa(ctxbench_example, ctxbench_record):
@@ -161,8 +165,27 @@ def test_bad_marker_under_xdist_is_one_clean_collection_error(project: pytest.Py
         """
     )
     result = project.runpytest("-n", "2")
-    assert result.ret != 0
-    result.stdout.fnmatch_lines(["*ERROR collecting test_m.py*", "test_m.py::test_qa: @pytest.mark.ctxbench has no keyword argument 'limt'*"])
-    assert "Traceback" not in result.stdout.str()
-    assert "INTERNALERROR" not in result.stdout.str()
-    assert "passed" not in result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*ERROR collecting test_m.py*", "usage error (pytest-context-bench): test_m.py::test_qa: @pytest.mark.ctxbench has no keyword argument 'limt'*"])
+    out = result.stdout.str()
+    assert "Traceback" not in out and "INTERNALERROR" not in out
+    assert "passed" not in out
+
+
+def test_bad_tokenizer_under_xdist_is_one_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", "--ctxbench-tokenizer=nope_base", "-n", "2"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --ctxbench-tokenizer: Cannot load the tiktoken encoding 'nope_base'*"])
+    assert len([l for l in result.stderr.lines if l.strip()]) == 1
+
+
+def test_relative_tokenizer_file_in_ini_is_relative_to_the_ini(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\npythonpath = .\nctxbench_tokenizer = tok/missing.tiktoken\n")
+    sub = project.mkdir("sub")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(sub)
+        result = project.runpytest("--ctxbench-dataset=../qa.jsonl", "--ctxbench-system=systems:echo")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: ini option 'ctxbench_tokenizer': Cannot read the tokenizer file {project.path / 'tok' / 'missing.tiktoken'}*"])

@@ -33,7 +33,7 @@ from .collection import (
 )
 from .options import DATASET, SYSTEM, TOKENIZER, Settings, addoptions
 from .recording import Recorder, row_status
-from .session import Controller, CtxBenchWarning, is_worker
+from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
 
 __all__ = ["CtxBenchWarning", "STATE_KEY"]
@@ -85,19 +85,23 @@ def pytest_configure(config: pytest.Config) -> None:
         if settings.systems:
             state.systems = tuple(load_system(path) for path in settings.systems)
             check_unique_names(state.systems)
-        if (settings.tokenizer or settings.datasets) and not _distributes(config):
-            # Loaded before collection: the memory its construction needed for a
-            # moment is then reused by the items instead of raising the peak. An
-            # xdist controller runs no example and never needs it.
-            state.tokenizer()
-        if settings.datasets:
-            datasets = state.cache.load_all(
-                settings.datasets, (settings.dataset_base,), DATASET.flag
-            )
-            state.cli_spec = spec_from_settings(settings, datasets)
     except CtxBenchError as exc:
-        flag = TOKENIZER.flag if settings.tokenizer and "okenizer" in str(exc) else SYSTEM.flag
-        raise pytest.UsageError(f"{flag}: {exc}") from None
+        raise pytest.UsageError(f"{settings.where[SYSTEM.dest]}: {_one_line(exc)}") from None
+    try:
+        # Loaded before collection: the memory its construction needed for a moment
+        # is then reused by the items instead of raising the peak. An xdist
+        # controller runs no example: it skips the built-in default (which cannot
+        # fail) but still checks a tokenizer the user named, so that a bad one is
+        # one usage error here rather than a crash in every worker.
+        if settings.tokenizer or (settings.datasets and not _distributes(config)):
+            state.tokenizer()
+    except CtxBenchError as exc:
+        raise pytest.UsageError(f"{settings.where[TOKENIZER.dest]}: {_one_line(exc)}") from None
+    if settings.datasets:
+        datasets = state.cache.load_all(
+            settings.datasets, (settings.dataset_base,), settings.where[DATASET.dest]
+        )
+        state.cli_spec = spec_from_settings(settings, datasets)
     if settings.json_path is not None and not is_worker(config):
         parent = settings.json_path.parent
         if parent.exists() and not parent.is_dir():
@@ -108,6 +112,11 @@ def pytest_configure(config: pytest.Config) -> None:
         state.controller = Controller(settings, __version__)
         config.pluginmanager.register(state.controller, "ctxbench-controller")
     config.stash[STATE_KEY] = state
+
+
+def _one_line(exc: BaseException) -> str:
+    """A message for one UsageError line (some libraries' messages span several)."""
+    return " ".join(str(exc).split())
 
 
 def _distributes(config: pytest.Config) -> bool:
@@ -125,7 +134,12 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = config.stash.get(STATE_KEY, None)
     if state is None or state.cli_spec is None:
         return None
-    ds = ", ".join(f"{d.tag} ({len(d)})" for d in state.cli_spec.datasets)
+    limit = state.cli_spec.limit
+
+    def size(n: int) -> str:
+        return f"{n}" if limit is None or limit >= n else f"first {limit} of {n}"
+
+    ds = ", ".join(f"{d.tag} ({size(len(d))})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
     return [f"ctxbench: datasets {ds}; systems {systems}"]
 
@@ -136,12 +150,13 @@ def _defer(config: pytest.Config, state: State, message: str) -> None:
     In-process it becomes one ``pytest.UsageError`` (exit 4) from
     ``pytest_collection_modifyitems``. An xdist worker cannot raise UsageError (the
     controller would show an INTERNALERROR), so there it is a collection error whose
-    text is just the message: xdist shows it and stops before any example runs.
+    text is the message; every worker then drops all its items (they all hit the same
+    error), and the controller turns the run's exit status into 4.
     """
-    if is_worker(config):
-        raise pytest.Collector.CollectError(message)
     if message not in state.errors:
         state.errors.append(message)
+    if is_worker(config):
+        raise pytest.Collector.CollectError(USAGE_PREFIX + message)
 
 
 def _uses_default_system_fixture(metafunc: pytest.Metafunc) -> bool:
@@ -154,6 +169,7 @@ def _uses_default_system_fixture(metafunc: pytest.Metafunc) -> bool:
     return getattr(defs[-1], "func", None) is default
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     state = metafunc.config.stash.get(STATE_KEY, None)
     if state is None:
@@ -208,6 +224,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         collector = build_cli_collector(session, state.dirs, with_fixture=not state.systems)
         items.extend(session.genitems(collector))
     if state.errors:
+        if is_worker(config):
+            items.clear()  # the collection error was reported; run nothing
+            return
         raise pytest.UsageError(*state.errors)
 
 

@@ -248,11 +248,16 @@ def parametrize(
         metafunc.parametrize("ctxbench_case", cases, ids=ids)
     elif systems and "ctxbench_system" in metafunc.fixturenames:
         pairs = [(s, r) for s in systems for r in refs]
-        metafunc.parametrize(
-            ("ctxbench_system", "ctxbench_example"),
-            pairs,
-            ids=[f"{s.name}/{r.test_id}" for s, r in pairs],
-            indirect=["ctxbench_example"],
+        # Added as a parametrize *mark* (our hook runs first): pytest then lets it
+        # shadow a conftest `ctxbench_system` fixture that has params=, so the
+        # command line wins instead of failing with "duplicate parametrization".
+        metafunc.definition.add_marker(
+            pytest.mark.parametrize(
+                ("ctxbench_system", "ctxbench_example"),
+                pairs,
+                ids=[f"{s.name}/{r.test_id}" for s, r in pairs],
+                indirect=["ctxbench_example"],
+            )
         )
     else:
         metafunc.parametrize(

@@ -209,6 +209,8 @@ class Settings:
     json_path: Path | None = None
     tokenizer: str | None = None
     text_fields: tuple[str, ...] | None = None
+    #: option dest -> how to name where its value came from in an error message
+    where: dict[str, str] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -265,7 +267,13 @@ class Settings:
                 raise pytest.UsageError(f"{TEXT_FIELDS.where(text_cli)} must list field names, e.g. 'context,question', given: {text_raw!r}")
         no_gate, _ = get(NO_GATE)
         strict, _ = get(STRICT)
-        tokenizer, _ = get(TOKENIZER)
+        tokenizer, tok_cli = get(TOKENIZER)
+        if tokenizer and _is_path_spec(str(tokenizer)) and not Path(tokenizer).is_absolute():
+            # A file named in the ini file is relative to the ini file, like datasets.
+            tokenizer = str((invdir if tok_cli else inidir) / str(tokenizer))
+        where = {
+            opt.dest: opt.where(config.getoption(opt.dest) is not None) for opt in OPTIONS
+        }
         return cls(
             datasets=tuple(str(d).strip() for d in datasets),
             dataset_base=invdir if ds_cli else inidir,
@@ -278,8 +286,13 @@ class Settings:
             strict=bool(strict),
             json_path=json_path,
             tokenizer=tokenizer or None,
+            where=where,
             text_fields=text_fields,
         )
+
+
+def _is_path_spec(spec: str) -> bool:
+    return spec.endswith((".tiktoken", ".tiktoken.gz")) or "/" in spec or "\\" in spec
 
 
 def marker_kwargs_parsers() -> dict[str, Callable[[Any, str], Any]]:

@@ -21,7 +21,11 @@ from ..results import EvalRow
 from .options import Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
-__all__ = ["Controller", "is_worker", "CtxBenchWarning"]
+__all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX"]
+
+#: Starts the text of a collection error that is really a usage error found by an
+#: xdist worker (a bad marker argument): the controller recognises it by this.
+USAGE_PREFIX = "usage error (pytest-context-bench): "
 
 # What stays on a report once its rows are consumed: one shared, never-mutated dict
 # per status rather than one per report (pytest keeps every report until the end).
@@ -51,6 +55,17 @@ class Controller:
         self._failed: list[tuple[str, bool]] = []
         self.report: RunReport | None = None
         self.json_error: str | None = None
+        self.usage_errors: list[str] = []
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        # Under xdist the workers' collection reports are replayed here.
+        if report.failed and str(report.longrepr).startswith(USAGE_PREFIX):
+            self.usage_errors.append(str(report.longrepr))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.usage_errors:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     @property
     def gate_enforced(self) -> bool:

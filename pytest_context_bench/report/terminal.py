@@ -76,15 +76,15 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
         for text in tabulate(ds_table, headers=ds_headers, tablefmt="simple", disable_numparse=True).splitlines():
             lines.append((text, {}))
 
-    info_by_label = {s["label"]: s for s in report.suites}
-    fields = sorted({str(info_by_label[label]["score_field"] or "") for label in labels})
-    explicit = [f for f in fields if f]
+    rules: dict[tuple[str, float], list[str]] = {}
+    for suite in report.suites:
+        rules.setdefault((suite["score_field"] or "", suite["threshold"]), []).append(suite["label"])
     lines.append(("", {}))
-    what = f"score field {', '.join(explicit)}" if explicit else "each dataset's primary score"
-    thresholds = sorted({info_by_label[label]["threshold"] for label in labels})
-    lines.append(
-        (f"pass = {what} >= {', '.join(f'{t:g}' for t in thresholds)}; cost/pass = output tokens per passing example", {})
-    )
+    for (field, threshold), suites in rules.items():
+        what = f"score field {field}" if field else "each dataset's primary score"
+        scope = "" if len(rules) == 1 else f" ({', '.join(suites)})"
+        lines.append((f"pass{scope} = {what} >= {threshold:g}", {}))
+    lines.append(("cost/pass = output tokens per passing example", {}))
     counts = report.status_counts
     if counts.get("below") or counts.get("error") or counts.get("unscored"):
         parts = [f"{counts[k]} {w}" for k, w in (("below", "below threshold"), ("error", "errored"), ("unscored", "not scored")) if counts.get(k)]
