@@ -1,0 +1,163 @@
+"""IFEvalChecker: Google's IFEval strict and loose accuracy for one example."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._instructions import Check, InstructionError, build_check
+
+__all__ = ["IFEvalChecker", "loose_variants"]
+
+
+def loose_variants(response: str) -> list[str]:
+    """The 8 versions of a response the official *loose* evaluation tries.
+
+    The response itself; without its first line; without its last line; without
+    both (those three stripped); and each of the four with every ``*`` removed.
+    An instruction is loosely followed if any version follows it.
+
+    :param response: the model's text.
+    """
+    lines = response.split("\n")
+    first = "\n".join(lines[1:]).strip()
+    last = "\n".join(lines[:-1]).strip()
+    both = "\n".join(lines[1:-1]).strip()
+    return [
+        response,
+        response.replace("*", ""),
+        first,
+        last,
+        both,
+        first.replace("*", ""),
+        last.replace("*", ""),
+        both.replace("*", ""),
+    ]
+
+
+def _response_text(processed: dict[str, Any]) -> str:
+    value = processed.get("response")
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _checks(original: dict[str, Any], ids: object) -> list[Check]:
+    # A malformed example is bad data, a ValueError like malformed kwargs.
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
+        raise ValueError(  # noqa: TRY004
+            "IFEval: 'instruction_id_list' must be a list of instruction ids,"
+            f" got {type(ids).__name__}."
+        )
+    raw_kwargs = original.get("kwargs")
+    if raw_kwargs is None:
+        raw_kwargs = []
+    if isinstance(raw_kwargs, (str, dict)) or not isinstance(raw_kwargs, Sequence):
+        raise ValueError(  # noqa: TRY004
+            "IFEval: 'kwargs' must be a list with one dict per instruction,"
+            f" got {type(raw_kwargs).__name__}."
+        )
+    if len(raw_kwargs) > len(ids):
+        raise ValueError(
+            f"IFEval: 'kwargs' has {len(raw_kwargs)} entries for {len(ids)}"
+            " instructions; they must line up one to one."
+        )
+    checks = []
+    for i, instruction_id in enumerate(ids):
+        # A kwargs list shorter than the ids (or a None entry) means no arguments,
+        # which suits the argument-less instructions and fails clearly otherwise.
+        kwargs = raw_kwargs[i] if i < len(raw_kwargs) else None
+        if kwargs is not None and not isinstance(kwargs, Mapping):
+            raise InstructionError(
+                f"IFEval instruction {instruction_id!r}: its kwargs must be a dict,"
+                f" got {type(kwargs).__name__}.",
+                instruction_id=str(instruction_id),
+            )
+        checks.append(build_check(instruction_id, kwargs))
+    return checks
+
+
+class IFEvalChecker:
+    """Google's IFEval: does the response follow every verifiable instruction?
+
+    Reads ``original["instruction_id_list"]`` (official ids, all 25 types: see
+    :data:`~pytest_context_bench.evaluators.ifeval.INSTRUCTIONS`) and
+    ``original["kwargs"]`` (one dict of arguments per instruction; ``None`` values
+    are ignored, so the Hugging Face copy of the data works as it is), and
+    ``processed["response"]`` (a non-string is scored as ``str()``, ``None`` as
+    empty).
+
+    Scores, as the official evaluation computes them for one prompt:
+
+    - ``ifeval_strict``: 1.0 if every instruction is followed, else 0.0
+      (prompt-level strict accuracy);
+    - ``ifeval_loose``: the same, where an instruction counts as followed if any of
+      the 8 :func:`loose_variants` of the response follows it (prompt-level loose);
+    - ``ifeval_inst_strict`` and ``ifeval_inst_loose``: the fraction of the
+      instructions followed (instruction-level accuracy for this prompt).
+
+    An empty or whitespace-only response (or variant) follows nothing. An empty
+    instruction list scores 1.0 everywhere; no ``instruction_id_list`` at all gives
+    ``{}``. An unknown id or malformed kwargs raise
+    :class:`~pytest_context_bench.evaluators.ifeval.InstructionError` (a
+    ``ValueError``) naming the instruction and the argument, so the engine records
+    the example as an error instead of a pass.
+
+    >>> IFEvalChecker().score(
+    ...     {"instruction_id_list": ["punctuation:no_comma", "keywords:existence"],
+    ...      "kwargs": [{}, {"keywords": ["hello"]}]},
+    ...     {"response": "hello world"},
+    ... )["ifeval_strict"]
+    1.0
+    """
+
+    name = "ifeval"
+
+    def score(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> dict[str, float]:
+        """Score one (original, processed) pair.
+
+        :param original: the example, with ``instruction_id_list`` and ``kwargs``.
+        :param processed: what the System returned; its ``"response"`` is judged.
+        :return: ``ifeval_strict``, ``ifeval_loose``, ``ifeval_inst_strict`` and
+            ``ifeval_inst_loose``, or ``{}`` when the example has no instruction
+            list.
+        :raises InstructionError: an unknown instruction id or malformed kwargs.
+        :raises LanguageDetectionUnavailableError: the example asks for
+            ``language:response_language`` and langdetect is not installed.
+        """
+        ids = original.get("instruction_id_list")
+        if ids is None:
+            return {}
+        checks = _checks(original, ids)
+        if not checks:
+            return dict.fromkeys(
+                (
+                    "ifeval_strict",
+                    "ifeval_loose",
+                    "ifeval_inst_strict",
+                    "ifeval_inst_loose",
+                ),
+                1.0,
+            )
+        response = _response_text(processed)
+        variants: list[str] | None = None
+        strict = loose = 0
+        for check in checks:
+            if response.strip() and check(response):
+                strict += 1
+                loose += 1
+                continue
+            if variants is None:
+                # The first variant is the response itself, already tried.
+                variants = [v for v in loose_variants(response)[1:] if v.strip()]
+            if any(check(v) for v in variants):
+                loose += 1
+        total = len(checks)
+        return {
+            "ifeval_strict": 1.0 if strict == total else 0.0,
+            "ifeval_loose": 1.0 if loose == total else 0.0,
+            "ifeval_inst_strict": strict / total,
+            "ifeval_inst_loose": loose / total,
+        }
