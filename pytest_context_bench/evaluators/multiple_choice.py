@@ -41,28 +41,34 @@ Extraction order (the first rule that yields a letter wins):
    inside another matched choice, such as "Paris" inside "Paris, Texas", does not
    count on its own).
 5. **A single candidate:** exactly one distinct capital letter of the range stands
-   alone in the text ("In a way, D"), not after a negation ("not A").
+   alone in the text ("In a way, D"; "I think D"), not after a negation ("not
+   A") and not said to be wrong ("A is incorrect"). Two letters joined as a list
+   or hedge ("A and B", "A or B", "A, B") mean no answer.
 
 Everywhere except rule 2, the words "I" and "a"/"A" are not letters when they are
 used as words. A bare (unbracketed, unbolded) A or I counts only when punctuation,
-a line end or the end of the text follows it ("The answer is A.") or one of
-"because", "since", "as", "given", "due" does ("The answer is A because ...").
-"The answer is a bit unclear" and "Answer: I think C" do not give A or I.
+a line end or the end of the text follows it ("The answer is A."), or one of
+"because", "since", "as", "given", "due", "is", "was", "are", "were" does ("The
+answer is A because ...", "A is correct"). So "The answer is a bit unclear" and
+"Answer: I think C" give neither A nor I.
 
 Letters outside the example's range (A plus ``n_choices - 1``, at most J) are
 ignored wherever they appear, so "The answer is E" with four choices says nothing.
-Everything is regular expressions anchored on literal phrases, linear in the
-length of the response, so a 1 MB response is scored in well under a second.
+Without ``choices`` the range is A-J: the prompt is not parsed for its options.
+Everything is regular expressions anchored on literal phrases or on single
+characters, linear in the length of the response: a 1 MB response takes about a
+second (about two on adversarial input such as a megabyte of "a I A ").
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MultipleChoiceAccuracy", "extract_choice", "MAX_CHOICES"]
+__all__ = ["MAX_CHOICES", "MultipleChoiceAccuracy", "extract_choice"]
 
 #: The most options a question may have: letters A to J (MMLU-Pro has ten).
 MAX_CHOICES = 10
@@ -82,6 +88,9 @@ _ALONE_AFTER = (
 )
 # ...and nothing word-like glued before it ("Ph.D", "Vitamin-C", "x/A").
 _ALONE_BEFORE = r"(?<![A-Za-z0-9\'\u2019.\-/&\\])"
+# A wrapped letter is matched from the first wrapper character only: starting
+# inside a run of "*" or "(" again at every position would be quadratic.
+_RUN_START = r"(?<![(\[{*_`\"'\u201c\u2018$])"
 
 _TOKEN = re.compile(
     rf"(?P<open>{_OPEN})[ \t]*(?P<letter>[A-Za-z]){_ALONE_AFTER}[ \t]*(?P<close>{_CLOSE})"
@@ -99,16 +108,35 @@ _SEPARATORS = re.compile(r"[\s*_:=,\-\u2013\u2014>]*")
 
 # A bare A or I is a word unless one of these follows it.
 _TERMINATOR = re.compile(
-    r"[ \t]*(?:$|[\r\n.,;:!?)\]}\-\u2013\u2014]|(?:because|since|as|given|due)\b)",
+    r"[ \t]*(?:$|[\r\n.,;:!?)\]}\-\u2013\u2014]|(?:because|since|as|given|due|is|was|are|were)\b)",
     re.IGNORECASE,
 )
 _WORD_LETTERS = frozenset("AaIi")
 # "A or B" and "A/B" hedge between letters; such a statement is no answer.
-_HEDGE = re.compile(r"\s*(?:or\b|/|and/or\b)\s*[(\[*_]*[A-Ja-j](?![A-Za-z0-9])", re.I)
+_HEDGE = re.compile(
+    r"\s*(?:or\b|/|and/or\b|,(?=\s*[A-Ja-j]\s*[),]))\s*[(\[*_]*[A-Ja-j](?![A-Za-z0-9])",
+    re.IGNORECASE,
+)
+# Where no phrase marks the answer (a leading letter, a standalone capital),
+# "(B) and (C)", "A and B are wrong" and "B, C" list several options too. The
+# second letter must itself be a letter: "D, I think" lists nothing.
+_LIST_NEXT = re.compile(
+    r"\s*(?:(?i:and/or|or|and)\b|/|&|,)\s*[(\[*_]*(?P<letter>[A-J])(?![A-Za-z0-9])"
+)
+
+
 # A negation just before a letter ("not A", "neither A nor B is correct").
 _NEGATED = re.compile(
-    r"\b(?:not|nor|neither|never|except|than|whether|if|unless|isn't|n't)"
+    r"(?:\b(?:not|nor|neither|never|except|than|whether|if|unless)|n't|n\u2019t)"
     r"[\s*_(\[]*(?:(?:option|choice|letter)\s+)?[\s*_(\[]*$",
+    re.IGNORECASE,
+)
+
+# A letter said to be wrong ("B is not correct", "C is wrong").
+_REJECTED = re.compile(
+    r"[.:]?\s+(?:is|was|seems)\s+(?:(?:not|definitely|clearly|also|probably)\s+)*"
+    r"(?:not\b|incorrect|wrong|false|a\s+distractor|implausible|unlikely)"
+    r"|\s+(?:isn't|isn\u2019t|can't|can\u2019t|cannot)\b",
     re.IGNORECASE,
 )
 
@@ -146,7 +174,7 @@ _IT_IS = re.compile(
 )
 # "B is correct", "(B) is the correct answer", "Option B is most likely".
 _IS_CORRECT = re.compile(
-    rf"{_ALONE_BEFORE}(?P<open>{_OPEN})(?P<letter>[A-Za-z]){_ALONE_AFTER}"
+    rf"{_ALONE_BEFORE}{_RUN_START}(?P<open>{_OPEN})(?P<letter>[A-Za-z]){_ALONE_AFTER}"
     rf"(?P<close>{_CLOSE})[.:]?\s+(?:is|was|would\s+be|must\s+be|should\s+be"
     r"|seems\s+to\s+be)\s+(?:(?:definitely|clearly|probably|certainly|indeed|the)\s+)*"
     r"(?:correct|right|best|true|answer|most\s+(?:likely|appropriate|accurate"
@@ -168,8 +196,10 @@ _BOLD = re.compile(
 
 _DECOR = "\\s*_`\"'\u201c\u201d\u2018\u2019$"
 _LONE = re.compile(
-    rf"[{_DECOR}]*(?:(?:option|choice|answer|letter)\b[\s*_:\-\u2013\u2014]*)?"
-    rf"[{_DECOR}]*[(\[{{]?\s*(?P<letter>[A-Za-z])\s*[)\]}}]?[{_DECOR}.:!)]*",
+    # No two adjacent runs of the same characters: a long non-matching response
+    # must fail in linear time.
+    rf"[{_DECOR}]*(?:(?:option|choice|answer|letter)\b[{_DECOR}:\-\u2013\u2014]*)?"
+    rf"(?:[(\[{{][ \t]*)?(?P<letter>[A-Za-z])(?:[ \t]*[)\]}}])?[{_DECOR}.:!)]*",
     re.IGNORECASE,
 )
 _LEADING = re.compile(
@@ -182,7 +212,7 @@ _LEADING = re.compile(
 # -- rule 5: a single standalone capital --------------------------------------
 
 _CANDIDATE = re.compile(
-    rf"{_ALONE_BEFORE}(?P<open>[(\[*_`\"'$]*)(?P<letter>[A-J]){_ALONE_AFTER}"
+    rf"{_ALONE_BEFORE}{_RUN_START}(?P<open>[(\[*_`\"'$]*)(?P<letter>[A-J]){_ALONE_AFTER}"
     rf"(?P<close>{_CLOSE})"
 )
 
@@ -210,6 +240,16 @@ def _is_letter_use(text: str, m: re.Match[str]) -> bool:
     return _TERMINATOR.match(text, m.end("letter")) is not None
 
 
+def _lists_another(text: str, pos: int) -> bool:
+    """Whether another option letter is listed right after ``pos`` ("and C")."""
+    m = _LIST_NEXT.match(text, pos)
+    if m is None:
+        return False
+    if m.group("letter") not in _WORD_LETTERS:
+        return True
+    return _TERMINATOR.match(text, m.end()) is not None
+
+
 def _token_at(text: str, pos: int, valid: str) -> tuple[int, str] | None:
     """Read the letter an answer phrase ending at ``pos`` points to.
 
@@ -219,7 +259,9 @@ def _token_at(text: str, pos: int, valid: str) -> tuple[int, str] | None:
     """
     n = len(text)
     while True:
-        pos = _SEPARATORS.match(text, pos).end()  # type: ignore[union-attr]
+        sep = _SEPARATORS.match(text, pos)
+        if sep is not None:  # always, the pattern matches the empty string
+            pos = sep.end()
         filler = _FILLER.match(text, pos)
         if filler is None or pos >= n:
             break
@@ -297,7 +339,7 @@ def _lone(text: str, valid: str) -> str | None:
 
 def _leading(text: str, valid: str) -> str | None:
     """Rule 3: the first non-blank line starts with, or is, a letter."""
-    first = text.lstrip().split("\n", 1)[0].strip()
+    first = text.partition("\n")[0].strip()
     if not first:
         return None
     lone = _lone(first, valid)
@@ -307,6 +349,8 @@ def _leading(text: str, valid: str) -> str | None:
     if m is None:
         return None
     letter = (m.group("p") or m.group("b") or m.group("l")).upper()
+    if _lists_another(first, m.end()):
+        return None
     return letter if letter in valid else None
 
 
@@ -338,17 +382,40 @@ def _choice_text(text: str, choices: Sequence[Any], n: int) -> str | None:
         if found:
             spans[i] = found
 
-    def inside_other(i: int, span: tuple[int, int]) -> bool:
-        return any(
-            j != i and s <= span[0] and span[1] <= e and (e - s) > (span[1] - span[0])
-            for j, other in spans.items()
-            for s, e in other
-        )
-
-    quoted = [i for i, found in spans.items() if not all(inside_other(i, sp) for sp in found)]
+    quoted = [i for i in spans if not _always_inside(i, texts, spans)]
     if len(quoted) == 1:
         return _LETTERS[quoted[0]]
     return None
+
+
+def _always_inside(
+    i: int, texts: list[str], spans: dict[int, list[tuple[int, int]]]
+) -> bool:
+    """Whether every occurrence of choice ``i`` lies inside a longer choice's.
+
+    Only a choice whose text contains choice ``i``'s text can hold it, and each
+    choice's occurrences are disjoint and sorted, so one bisection per pair of
+    occurrence and container decides: linear-logarithmic, even for a short
+    choice such as "1" that occurs thousands of times.
+    """
+    containers = [
+        spans[j]
+        for j in spans
+        if j != i and len(texts[j]) > len(texts[i]) and texts[i] in texts[j]
+    ]
+    if not containers:
+        return False
+    starts = [[s for s, _ in found] for found in containers]
+    for start, end in spans[i]:
+        held = False
+        for found, found_starts in zip(containers, starts):
+            k = bisect.bisect_right(found_starts, start) - 1
+            if k >= 0 and found[k][1] >= end:
+                held = True
+                break
+        if not held:
+            return False
+    return True
 
 
 def _single_candidate(text: str, valid: str) -> str | None:
@@ -356,9 +423,14 @@ def _single_candidate(text: str, valid: str) -> str | None:
     letters: set[str] = set()
     for m in _CANDIDATE.finditer(text):
         letter = m.group("letter")
-        if letter not in valid or not _is_letter_use(text, m):
+        # A list or hedge ("A and B", "A or B") chooses nothing.
+        if _lists_another(text, m.end()):
+            return None
+        if letter in letters or letter not in valid or not _is_letter_use(text, m):
             continue
         if _NEGATED.search(text, max(0, m.start() - 40), m.start()):
+            continue
+        if _REJECTED.match(text, m.end()):
             continue
         letters.add(letter)
         if len(letters) > 1:
@@ -394,10 +466,13 @@ def extract_choice(
         An empty sequence counts as not given.
     :return: the chosen letter in upper case, or ``None`` when the response
         chooses nothing recognisable.
+    :raises TypeError: if ``n_choices`` is not an int.
     :raises ValueError: if ``n_choices`` is not between 1 and 10.
     """
     if isinstance(n_choices, bool) or not isinstance(n_choices, int):
-        raise ValueError(f"n_choices must be an int from 1 to {MAX_CHOICES}, got {n_choices!r}.")
+        raise TypeError(
+            f"n_choices must be an int from 1 to {MAX_CHOICES}, got {n_choices!r}."
+        )
     if not 1 <= n_choices <= MAX_CHOICES:
         raise ValueError(f"n_choices must be from 1 to {MAX_CHOICES}, got {n_choices}.")
     n = n_choices
@@ -430,10 +505,10 @@ class MultipleChoiceAccuracy:
     - the response goes through :func:`extract_choice`; one that chooses nothing
       (empty, missing, unparseable) is a wrong answer, 0.0.
 
-    A ``correct_letter`` that is not one letter from A to J, one beyond the
-    number of choices, or ``choices`` that is not a list, is bad data and raises
-    :class:`ValueError`, so the run reports it as an error of that example
-    rather than quietly scoring it.
+    A ``correct_letter`` that is not one letter from A to J or lies beyond the
+    number of choices raises :class:`ValueError`, and ``choices`` that is not a
+    list (or tuple) raises :class:`TypeError`: that is bad data, so the run
+    reports it as an error of that example rather than quietly scoring it.
 
     >>> MultipleChoiceAccuracy().score({"correct_letter": "B"}, {"response": "The answer is B."})
     {'mc_accuracy': 1.0}
@@ -451,8 +526,9 @@ class MultipleChoiceAccuracy:
         :param processed: what the System returned; its ``"response"`` is judged.
         :return: ``{"mc_accuracy": 1.0}`` or ``{"mc_accuracy": 0.0}``, or ``{}``
             when the example has no correct letter.
-        :raises ValueError: if the example's ``correct_letter`` or ``choices``
-            are malformed.
+        :raises ValueError: if the example's ``correct_letter`` is not a letter
+            of its choices.
+        :raises TypeError: if the example's ``choices`` is not a list.
         """
         raw_correct = original.get("correct_letter")
         if raw_correct is None or not str(raw_correct).strip():
@@ -466,10 +542,8 @@ class MultipleChoiceAccuracy:
         raw_choices = original.get("choices")
         choices: Sequence[Any] | None = None
         if raw_choices is not None:
-            if isinstance(raw_choices, (str, bytes)) or not isinstance(
-                raw_choices, (list, tuple)
-            ):
-                raise ValueError(
+            if not isinstance(raw_choices, (list, tuple)):
+                raise TypeError(
                     "choices must be a list of option texts, got "
                     f"{type(raw_choices).__name__}."
                 )
