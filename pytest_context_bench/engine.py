@@ -246,14 +246,11 @@ def _primary_for(example: dict[str, Any], source: Any) -> str:
 
 
 def default_evaluators(families: Iterable[str]) -> list[Evaluator]:
-    """The evaluators auto-wired for a set of dataset families.
+    """The evaluators auto-wired for a set of dataset families (see
+    :func:`pytest_context_bench.evaluators.evaluators_for`)."""
+    from .evaluators import evaluators_for
 
-    AnswerQuality applies to every dataset (it scores only examples with an
-    ``answer``). Family-specific evaluators are added here as they land.
-    """
-    from .evaluators import AnswerQuality
-
-    return [AnswerQuality()]
+    return evaluators_for(families)
 
 
 def evaluate(

@@ -179,3 +179,29 @@ def test_progress_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
     evaluate(Echo(), EXAMPLES, progress=True)
     captured = capsys.readouterr()
     assert "echo: 3/3" in captured.err and captured.out == ""
+
+
+def test_auto_wiring_scores_each_family_with_its_own_primary_score() -> None:
+    examples = [
+        {"id": "q", "question": "Capital of France?", "answer": "Paris"},
+        {"id": "m", "task": "multiple_choice", "question": "Pick", "context": "A) x\nB) y",
+         "choices": ["x", "y"], "correct_letter": "B", "answer": "y"},
+        {"id": "n", "task": "nli", "context": "p", "question": "h", "answer": "entailment"},
+    ]
+
+    class Sys:
+        name = "sys"
+
+        def process(self, example):
+            response = {"q": "Paris", "m": "The answer is (B).", "n": "It is a contradiction."}[example["id"]]
+            return {**example, "response": response}
+
+    res = evaluate(Sys(), examples, progress=False)
+    rows = {r.example_id: r for r in res.rows}
+    assert res.config["evaluators"] == ["answer_quality", "multiple_choice", "nli_label_match"]
+    # Each evaluator scores only the examples carrying its fields.
+    assert "mc_accuracy" not in rows["q"].scores and "nli_accuracy" not in rows["q"].scores
+    assert rows["m"].scores["mc_accuracy"] == 1.0 and rows["m"].metadata["score_field"] == "mc_accuracy"
+    assert rows["n"].scores["nli_accuracy"] == 0.0 and rows["n"].metadata["score_field"] == "nli_accuracy"
+    # pass rate over each row's primary score: q (f1 1.0) and m pass, n fails.
+    assert res.summary["sys"]["pass_rate"] == pytest.approx(2 / 3)

@@ -266,3 +266,28 @@ def test_report_header_and_plugin_disable(project: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["ctxbench: datasets qa (6); systems echo"])
     disabled = project.runpytest("-p", "no:ctxbench", "--ctxbench-dataset=qa.jsonl")
     assert disabled.ret == pytest.ExitCode.USAGE_ERROR  # the option no longer exists
+
+
+def test_a_local_file_declares_its_family(project: pytest.Pytester) -> None:
+    rows = [
+        {"id": i, "task": "multiple_choice", "question": f"Q{i}", "context": "A) no\nB) yes",
+         "choices": ["no", "yes"], "correct_letter": "B", "answer": "yes"}
+        for i in range(1, 5)
+    ]
+    project.makefile(".jsonl", mc="\n".join(json.dumps(r) for r in rows) + "\n")
+    project.makepyfile(
+        mcsys="""
+        class Picker:
+            name = "picker"
+            def process(self, example):
+                return {**example, "response": "Answer: B" if example["id"] != "4" else "A"}
+        picker = Picker()
+        """
+    )
+    out = project.path / "mc.json"
+    result = project.runpytest("--ctxbench-dataset=mc.jsonl", "--ctxbench-system=mcsys:picker", f"--ctxbench-json={out}")
+    assert result.ret == 0
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["picker"]["pass_rate"] == 0.75
+    assert {r["metadata"]["score_field"] for r in doc["rows"]} == {"mc_accuracy"}
+    assert all("mc_accuracy" in r["scores"] for r in doc["rows"])
