@@ -125,7 +125,15 @@ def score_processed(
             for ev in evaluators:
                 name = getattr(ev, "name", type(ev).__name__)
                 try:
-                    result = ev.score(original, processed)
+                    # An evaluator may explain its verdict (CodeExecution: why the
+                    # code failed); the explanation goes to the row's metadata.
+                    detailed = getattr(ev, "score_details", None)
+                    if callable(detailed):
+                        result, details = detailed(original, processed)
+                        if details:
+                            metadata[name] = details
+                    else:
+                        result = ev.score(original, processed)
                     for key, value in result.items():
                         if key in owner:
                             raise ConfigError(
@@ -245,12 +253,14 @@ def _primary_for(example: dict[str, Any], source: Any) -> str:
     return "f1"
 
 
-def default_evaluators(families: Iterable[str]) -> list[Evaluator]:
+def default_evaluators(
+    families: Iterable[str], options: dict[str, dict[str, Any]] | None = None
+) -> list[Evaluator]:
     """The evaluators auto-wired for a set of dataset families (see
     :func:`pytest_context_bench.evaluators.evaluators_for`)."""
     from .evaluators import evaluators_for
 
-    return evaluators_for(families)
+    return evaluators_for(families, options)
 
 
 def evaluate(

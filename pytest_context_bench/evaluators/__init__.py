@@ -8,15 +8,18 @@ for the others, so a run mixing families never gets a made-up 0 or 1.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+import threading
+from typing import Any, Callable, Iterable, Mapping
 
 from .answer_quality import AnswerQuality
+from .code_execution import CodeExecution
 from .ifeval import IFEvalChecker
 from .multiple_choice import MultipleChoiceAccuracy, extract_choice
 from .nli import NLILabelMatch, extract_label
 
 __all__ = [
     "AnswerQuality",
+    "CodeExecution",
     "IFEvalChecker",
     "MultipleChoiceAccuracy",
     "NLILabelMatch",
@@ -33,20 +36,42 @@ FAMILY_EVALUATORS: dict[str, tuple[Callable[[], Any], ...]] = {
     "multiple_choice": (MultipleChoiceAccuracy,),
     "nli": (NLILabelMatch,),
     "ifeval": (IFEvalChecker,),
+    "code": (CodeExecution,),
     # LLMJudge / MemoryJudge are wired when a judge endpoint is configured.
     "conversation": (),
     "memory": (),
 }
 
 
-def evaluators_for(families: Iterable[str]) -> list[Any]:
+_shared: dict[tuple[Any, ...], Any] = {}
+_shared_lock = threading.Lock()
+
+
+def evaluators_for(
+    families: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Any]:
     """The auto-wired evaluators for a set of families: AnswerQuality first, then
-    each family's own, each once, in a stable order."""
+    each family's own, each once, in a stable order.
+
+    :param families: dataset families (``qa``, ``code``, ...).
+    :param options: constructor keyword arguments per evaluator name, e.g.
+        ``{"code_execution": {"timeout": 5.0}}``.
+
+    Evaluators are shared within a process per (class, options): CodeExecution keeps
+    a pre-started sandbox parent, which every example of the run reuses.
+    """
     out: list[Any] = [AnswerQuality()]
     seen: set[Callable[[], Any]] = set()
     for family in sorted(set(families)):
         for factory in FAMILY_EVALUATORS.get(family, ()):
-            if factory not in seen:
-                seen.add(factory)
-                out.append(factory())
+            if factory in seen:
+                continue
+            seen.add(factory)
+            kwargs = dict((options or {}).get(getattr(factory, "name", ""), {}))
+            key = (factory, tuple(sorted(kwargs.items())))
+            with _shared_lock:
+                ev = _shared.get(key)
+                if ev is None:
+                    ev = _shared[key] = factory(**kwargs)
+            out.append(ev)
     return out

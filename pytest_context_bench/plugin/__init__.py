@@ -9,6 +9,7 @@ items, no output and no cost beyond parsing its options.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generator
@@ -81,6 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     settings = Settings.from_config(config)
     state = State(settings)
+    if settings.data_dir is not None:
+        # Named datasets' loaders read it (in this process and in xdist workers,
+        # which run pytest_configure too).
+        os.environ["CTXBENCH_DATA_DIR"] = str(settings.data_dir)
     try:
         if settings.systems:
             state.systems = tuple(load_system(path) for path in settings.systems)

@@ -49,6 +49,7 @@ class SuiteSpec:
     strict: bool
     text_fields: tuple[str, ...] | None
     evaluators: tuple[Any, ...] | None = None
+    evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Per dataset position: the evaluators, built once rather than once per example.
     _evaluators: dict[int, list[Any]] = field(default_factory=dict, repr=False)
 
@@ -61,7 +62,9 @@ class SuiteSpec:
             if self.evaluators is not None:
                 evs = list(self.evaluators)
             else:
-                evs = default_evaluators({self.datasets[ds_pos].family})
+                evs = default_evaluators(
+                    {self.datasets[ds_pos].family}, self.evaluator_options
+                )
             self._evaluators[ds_pos] = evs
         return evs
 
@@ -153,6 +156,7 @@ def spec_from_settings(settings: Settings, datasets: tuple[Dataset, ...]) -> Sui
         limits=dict(settings.limits),
         strict=settings.strict,
         text_fields=settings.text_fields,
+        evaluator_options=settings.evaluator_options,
     )
 
 
@@ -197,6 +201,7 @@ def spec_from_marker(
         strict=values.get("strict", settings.strict),
         text_fields=values.get("text_fields", settings.text_fields),
         evaluators=values.get("evaluators"),
+        evaluator_options=settings.evaluator_options,
     )
 
 

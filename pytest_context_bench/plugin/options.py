@@ -104,6 +104,30 @@ TEXT_FIELDS = _opt(
     "FIELDS",
 )
 
+DATA_DIR = _opt(
+    "data-dir",
+    "str",
+    "Directory holding named datasets' files in their published format (e.g."
+    " HumanEval.jsonl.gz); also read from the CTXBENCH_DATA_DIR environment variable",
+    "DIR",
+)
+CODE_TIMEOUT = _opt(
+    "code-timeout", "float", "CodeExecution: wall-clock seconds per program. Default: 10", "SECONDS"
+)
+CODE_MEMORY = _opt(
+    "code-memory",
+    "int",
+    "CodeExecution: address-space limit per program in MiB, 0 for none. Default: 1024",
+    "MIB",
+)
+CODE_NETWORK = _opt(
+    "code-network",
+    "str",
+    "CodeExecution network policy: auto (no network where Linux allows it), deny"
+    " (refuse to run without network isolation) or allow. Default: auto",
+    "POLICY",
+)
+
 OPTIONS: tuple[Option, ...] = (
     DATASET,
     SYSTEM,
@@ -119,6 +143,10 @@ OPTIONS: tuple[Option, ...] = (
     JSON,
     TOKENIZER,
     TEXT_FIELDS,
+    DATA_DIR,
+    CODE_TIMEOUT,
+    CODE_MEMORY,
+    CODE_NETWORK,
 )
 
 #: gate name → its option
@@ -211,6 +239,9 @@ class Settings:
     text_fields: tuple[str, ...] | None = None
     #: option dest -> how to name where its value came from in an error message
     where: dict[str, str] = field(default_factory=dict)
+    data_dir: Path | None = None
+    #: evaluator name -> constructor keyword arguments (from the code-* options)
+    evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -274,6 +305,31 @@ class Settings:
         where = {
             opt.dest: opt.where(config.getoption(opt.dest) is not None) for opt in OPTIONS
         }
+        data_raw, data_cli = get(DATA_DIR)
+        data_dir = None
+        if data_raw:
+            data_dir = Path(str(data_raw))
+            if not data_dir.is_absolute():
+                data_dir = (invdir if data_cli else inidir) / data_dir
+            if not data_dir.is_dir():
+                raise pytest.UsageError(
+                    f"{DATA_DIR.where(data_cli)} must be an existing directory, given: {data_raw!r}"
+                )
+        code: dict[str, Any] = {}
+        raw, from_cli = get(CODE_TIMEOUT)
+        if raw is not None:
+            code["timeout"] = parse_float(raw, CODE_TIMEOUT.where(from_cli), lo=0.0, open_lo=True)
+        raw, from_cli = get(CODE_MEMORY)
+        if raw is not None:
+            code["memory_mb"] = _parse_int(str(raw), CODE_MEMORY.where(from_cli), 0)
+        raw, from_cli = get(CODE_NETWORK)
+        if raw is not None:
+            policy = str(raw).strip()
+            if policy not in ("auto", "deny", "allow"):
+                raise pytest.UsageError(
+                    f"{CODE_NETWORK.where(from_cli)} must be auto, deny or allow, given: {raw!r}"
+                )
+            code["network"] = policy
         return cls(
             datasets=tuple(str(d).strip() for d in datasets),
             dataset_base=invdir if ds_cli else inidir,
@@ -287,6 +343,8 @@ class Settings:
             json_path=json_path,
             tokenizer=tokenizer or None,
             where=where,
+            data_dir=data_dir,
+            evaluator_options={"code_execution": code} if code else {},
             text_fields=text_fields,
         )
 

@@ -1,0 +1,435 @@
+"""Run untrusted Python (model-generated code) and tell whether its tests passed.
+
+:class:`Sandbox` keeps a small pool of pre-started, clean parent processes
+("zygotes", ``python -I -B _zygote.py``, standard library only, minimal
+environment). Each program runs in a child the zygote forks, so a run costs a
+``fork`` rather than an interpreter start-up. One zygote serves one run at a
+time; concurrent callers (threads) get one each, so ``evaluate(max_workers=N)``
+and pytest-xdist workers both scale.
+
+What every child gets, on every platform with ``fork``:
+
+- its own session and process group, killed as a whole when the run ends or the
+  wall-clock timeout expires;
+- a fresh temporary working directory, removed afterwards, which is also its
+  ``HOME`` and ``TMPDIR``;
+- an environment of its own (``PATH``, ``LANG``, ``HOME``, ``TMPDIR``...):
+  nothing of the caller's, so no API key or token;
+- stdin on ``/dev/null``; stdout and stderr into one pipe, of which the first
+  ``output_cap`` bytes are kept;
+- resource limits: CPU time, address space (``memory_mb``), file size, open files
+  and processes (see the notes below for root), and ``PR_SET_NO_NEW_PRIVS``.
+
+Where Linux lets the zygote create namespaces (root with CAP_SYS_ADMIN, or an
+unprivileged user namespace, as on most distributions except where AppArmor
+restricts them, e.g. Ubuntu 24.04), :meth:`Sandbox.isolation` reports
+``namespaces: True`` and the child also gets:
+
+- no network (a network namespace with no interface up) unless
+  ``network="allow"``; Unix sockets that exist as files are still files;
+- a PID namespace whose init is the zygote's forker, which kills every process
+  left after each run (``kill(-1)``), so even a daemon that left the process group
+  dies; the program cannot signal anything outside;
+- a read-only view of every file system, except a private ``/tmp`` and
+  ``/dev/shm`` that are wiped after each run; home directories (``~``, ``/root``)
+  hidden behind an empty tmpfs, with Python's own directories bound back
+  read-only;
+- as root: an unused uid of its own (so the process limit applies and no file of
+  the host is writable); as an unprivileged user: no capabilities.
+
+Without namespaces ("basic" mode: macOS, containers that forbid ``unshare``, or
+AppArmor-restricted user namespaces) there is no network isolation and the files
+the user can write stay writable by absolute path (``~`` points into the temporary
+directory, so code that writes to ``~`` stays inside). The forker is then a child
+subreaper and kills escaped processes it finds in ``/proc``. As root without
+namespaces, children switch to an unused uid when the interpreter stays readable
+by it; otherwise no process limit applies (root ignores ``RLIMIT_NPROC``).
+``network="deny"`` refuses to run where no network namespace can be created.
+
+Passing is decided by the harness inside the child, not by the exit status: the
+solution and the tests are compiled separately (so a solution cannot swallow the
+tests), the tests run with pristine builtins, and only after the check call
+returned does the harness write a per-run secret through a channel the program
+never sees (it is not in the program text, the environment, the arguments or any
+file the child can read). A run passes when that line arrived and the process
+exited with status 0. What this does not stop: code that deliberately searches the
+interpreter's own memory for the secret (``gc``, frames, ``ctypes``), or that
+patches attributes of standard-library modules the tests use; no in-process test
+harness can rule those out, and the limits above are what protect the machine.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import select
+import struct
+import subprocess
+import sys
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import IO, Any, Final
+
+from ...errors import ConfigError
+
+__all__ = [
+    "Sandbox",
+    "SandboxResult",
+    "SandboxError",
+    "NETWORK_POLICIES",
+    "REASONS",
+]
+
+#: Accepted values of ``network``: ``"auto"`` isolates the network where Linux
+#: allows it, ``"deny"`` refuses to run where it cannot, ``"allow"`` leaves it.
+NETWORK_POLICIES: Final[tuple[str, ...]] = ("auto", "deny", "allow")
+
+#: Every ``SandboxResult.reason``, and ``"no_completion"`` (set by CodeExecution).
+REASONS: Final[tuple[str, ...]] = (
+    "passed",
+    "no_completion",
+    "syntax_error",
+    "assertion",
+    "exception",
+    "timeout",
+    "memory",
+    "exited_early",
+    "crashed",
+    "sandbox_error",
+)
+
+_ZYGOTE: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_zygote.py")
+_START_TIMEOUT: Final = 60.0  # seconds for a zygote to set itself up
+_SLACK: Final = 30.0  # seconds a run may exceed its timeout before the zygote is killed
+_ENV_KEEP: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH",
+                    "SYSTEMROOT")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox cannot run at all here (no ``fork``, or ``network="deny"``
+    where no network namespace can be created)."""
+
+
+@dataclass(frozen=True)
+class SandboxResult:
+    """The verdict of one run.
+
+    :param passed: the tests ran to their end and the process exited cleanly.
+    :param reason: one of :data:`REASONS`.
+    :param message: what went wrong, in words (the exception's message...).
+    :param exception: the exception type's name, when one was raised.
+    :param stage: ``"solution"`` or ``"test"``: where it was raised.
+    :param where: ``"solution.py:12"``: the innermost line of the program.
+    :param duration: wall-clock seconds the child ran.
+    :param output: the first ``output_cap`` bytes of stdout and stderr (decoded).
+    :param output_bytes: how many bytes the program wrote in all.
+    :param exit_code: the exit status, when the process exited.
+    :param signal: the signal number, when the process was killed by one.
+    """
+
+    passed: bool
+    reason: str
+    message: str = ""
+    exception: str | None = None
+    stage: str | None = None
+    where: str | None = None
+    duration: float = 0.0
+    output: str = ""
+    output_bytes: int = 0
+    exit_code: int | None = None
+    signal: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict of every field."""
+        return asdict(self)
+
+
+def _minimal_env() -> dict[str, str]:
+    env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    return env
+
+
+def _homes() -> list[str]:
+    """Directories to hide from the program: home directories hold credentials."""
+    found = {"/root", os.path.expanduser("~")}
+    try:
+        import pwd  # POSIX only
+
+        found.add(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError, OSError):
+        pass
+    return sorted(p for p in found if p and p != "/")
+
+
+def _write_frame(stream: IO[bytes], frame: dict[str, Any]) -> None:
+    import json
+
+    body = json.dumps(frame).encode("utf-8")
+    stream.write(struct.pack(">I", len(body)) + body)
+    stream.flush()
+
+
+def _read_exact(fd: int, n: int, deadline: float) -> bytes:
+    import time
+
+    chunks = []
+    while n:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the sandbox did not answer in time")
+        poller = select.poll()  # not select(): the fd may be above FD_SETSIZE
+        poller.register(fd, select.POLLIN)
+        if not poller.poll(max(1, int(remaining * 1000))):
+            continue
+        chunk = os.read(fd, n)
+        if not chunk:
+            raise EOFError("the sandbox process ended")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_frame(fd: int, timeout: float) -> dict[str, Any]:
+    import json
+    import time
+
+    deadline = time.monotonic() + timeout
+    size = struct.unpack(">I", _read_exact(fd, 4, deadline))[0]
+    frame: dict[str, Any] = json.loads(_read_exact(fd, size, deadline).decode("utf-8"))
+    return frame
+
+
+class _Zygote:
+    """One pre-started parent process and its pipes."""
+
+    def __init__(self, network: str, namespaces: bool) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", _ZYGOTE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=_minimal_env(),
+            cwd="/",
+            close_fds=True,
+            start_new_session=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin = self.proc.stdin
+        self.out_fd = self.proc.stdout.fileno()
+        try:
+            _write_frame(self.stdin, {"op": "init", "network": network,
+                                      "namespaces": namespaces, "hide": _homes()})
+            ready = _read_frame(self.out_fd, _START_TIMEOUT)
+        except (OSError, EOFError, TimeoutError, ValueError) as exc:
+            detail = self.stderr_text()
+            self.close()
+            raise SandboxError(
+                f"the sandbox process could not start ({exc}). {detail}".strip()
+            ) from exc
+        if ready.get("op") != "ready":
+            self.close()
+            raise SandboxError(str(ready.get("message", "the sandbox refused to start")))
+        self.ready = ready
+
+    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        _write_frame(self.stdin, request)
+        return _read_frame(self.out_fd, timeout)
+
+    def stderr_text(self) -> str:
+        stream = self.proc.stderr
+        if stream is None:
+            return ""
+        try:
+            os.set_blocking(stream.fileno(), False)
+            data = stream.read(8192) or b""
+        except (OSError, ValueError):
+            return ""
+        return data.decode("utf-8", "replace").strip()[-2000:]
+
+    def close(self) -> None:
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _close_zygotes(idle: list[_Zygote], owner: int) -> None:
+    """Stop idle zygotes (when their Sandbox is closed, collected, or at exit)."""
+    zygotes = list(idle)
+    idle.clear()
+    if owner == os.getpid():  # a forked copy must leave its parent's zygotes alone
+        for zygote in zygotes:
+            zygote.close()
+
+
+class Sandbox:
+    """Run Python programs in isolated, limited child processes.
+
+    :param timeout: wall-clock seconds per run; the whole process group is killed
+        when it expires. CPU time is limited to the same, rounded up, plus one.
+    :param memory_mb: address-space limit in MiB (``RLIMIT_AS``); ``0`` for none.
+    :param network: ``"auto"``, ``"deny"`` or ``"allow"`` (:data:`NETWORK_POLICIES`).
+    :param max_processes: processes (threads included) a program may have at once;
+        ``0`` for no limit.
+    :param max_file_mb: the largest file a program may write, in MiB.
+    :param max_open_files: file descriptors a program may have open.
+    :param output_cap: bytes of stdout/stderr kept for :attr:`SandboxResult.output`.
+    :param namespaces: ``False`` skips Linux namespaces even where they are
+        available ("basic" mode; for comparison and troubleshooting).
+    :raises ConfigError: on a bad value.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float = 10.0,
+        memory_mb: int = 1024,
+        network: str = "auto",
+        max_processes: int = 64,
+        max_file_mb: int = 16,
+        max_open_files: int = 64,
+        output_cap: int = 64 * 1024,
+        namespaces: bool = True,
+    ) -> None:
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
+            math.isfinite(timeout) and timeout > 0
+        ):
+            raise ConfigError(f"the code timeout must be a positive number of seconds, "
+                              f"got {timeout!r}.")
+        for label, value, least in (("memory_mb", memory_mb, 64),
+                                    ("max_processes", max_processes, 1),
+                                    ("max_file_mb", max_file_mb, 1),
+                                    ("max_open_files", max_open_files, 16),
+                                    ("output_cap", output_cap, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or (
+                value != 0 and value < least
+            ):
+                raise ConfigError(f"{label} must be 0 (no limit) or an integer of at "
+                                  f"least {least}, got {value!r}.")
+        if network not in NETWORK_POLICIES:
+            raise ConfigError(f"network must be one of {', '.join(NETWORK_POLICIES)}, "
+                              f"got {network!r}.")
+        self.timeout = float(timeout)
+        self.memory_mb = memory_mb
+        self.network = network
+        self.max_processes = max_processes
+        self.max_file_mb = max_file_mb
+        self.max_open_files = max_open_files
+        self.output_cap = output_cap
+        self.namespaces = bool(namespaces)
+        self._lock = threading.Lock()
+        self._idle: list[_Zygote] = []  # mutated in place: the finalizer holds it
+        self._pid = os.getpid()
+        self._ready: dict[str, Any] | None = None
+        self._finalizer = weakref.finalize(self, _close_zygotes, self._idle, self._pid)
+
+    def __repr__(self) -> str:
+        return (f"Sandbox(timeout={self.timeout}, memory_mb={self.memory_mb}, "
+                f"network={self.network!r})")
+
+    def _acquire(self) -> _Zygote:
+        if not hasattr(os, "fork"):
+            raise SandboxError(
+                "the code sandbox needs os.fork (Linux or macOS); it cannot run on "
+                f"{sys.platform}."
+            )
+        with self._lock:
+            if self._pid != os.getpid():  # forked: those pipes belong to the parent
+                self._finalizer.detach()
+                self._idle = []
+                self._pid = os.getpid()
+                self._finalizer = weakref.finalize(
+                    self, _close_zygotes, self._idle, self._pid)
+            if self._idle:
+                return self._idle.pop()
+        zygote = _Zygote(self.network, self.namespaces)
+        with self._lock:
+            self._ready = zygote.ready
+        return zygote
+
+    def _release(self, zygote: _Zygote) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                self._idle.append(zygote)
+                return
+        zygote.close()
+
+    def isolation(self) -> dict[str, Any]:
+        """What this machine grants the sandbox (starts a zygote when none ran yet).
+
+        Keys: ``namespaces``, ``user_namespace`` (bool), ``network``
+        (``"isolated"``/``"shared"``), ``filesystem`` (``"isolated"``/``"basic"``),
+        ``proc`` (``"private"``/``"host"``), ``uid_switch``, ``process_limit``
+        (bool), ``notes`` (list of str).
+        """
+        if self._ready is None:
+            self._release(self._acquire())
+        assert self._ready is not None
+        return {k: v for k, v in self._ready.items() if k not in ("op", "pid")}
+
+    def run(
+        self,
+        solution: str,
+        test: str,
+        *,
+        call: tuple[str, str] | None = None,
+        keep: Sequence[str] = (),
+    ) -> SandboxResult:
+        """Run ``solution``, then ``test`` in the same namespace, then the call.
+
+        :param solution: the code under test (e.g. a HumanEval prompt plus the
+            completion). Compiled and run first; a syntax error here is the
+            ``syntax_error`` reason.
+        :param test: the test code, compiled on its own and run after the solution,
+            in a copy of its globals with pristine builtins; top-level names of the
+            solution that shadow a builtin are not visible to it (``keep`` excepted).
+        :param call: ``(function, argument)``: after the test code, call the test's
+            ``function`` with the solution's ``argument`` (``("check", "add")``).
+        :param keep: solution names the tests may see even if they shadow builtins.
+        :raises SandboxError: when no sandbox can run here.
+        """
+        request = {
+            "op": "run",
+            "solution": solution,
+            "test": test,
+            "call": list(call) if call else None,
+            "keep": list(keep),
+            "timeout": self.timeout,
+            "output_cap": self.output_cap,
+            "limits": {
+                "memory_bytes": self.memory_mb * 1024 * 1024,
+                "file_bytes": self.max_file_mb * 1024 * 1024,
+                "open_files": self.max_open_files,
+                "processes": self.max_processes,
+            },
+        }
+        zygote = self._acquire()
+        try:
+            answer = zygote.run(request, self.timeout + _SLACK)
+        except (OSError, EOFError, TimeoutError, ValueError) as exc:
+            detail = zygote.stderr_text()
+            zygote.proc.kill()
+            zygote.close()
+            return SandboxResult(
+                passed=False, reason="sandbox_error",
+                message=f"the sandbox process failed ({exc}). {detail}".strip())
+        self._release(zygote)
+        fields = SandboxResult.__dataclass_fields__
+        return SandboxResult(**{k: v for k, v in answer.items() if k in fields})
+
+    def close(self) -> None:
+        """Stop the idle zygotes (a new run starts new ones)."""
+        with self._lock:
+            _close_zygotes(self._idle, self._pid)

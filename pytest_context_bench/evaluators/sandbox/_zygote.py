@@ -1,0 +1,1061 @@
+"""The pre-started parent ("zygote") that forks one sandboxed child per program.
+
+This file is run as a script, ``python -I -B _zygote.py``, never imported by the
+package: it must stay standard-library only, so that every child it forks starts
+from a clean interpreter that holds nothing of the caller (no pytest, no System,
+no API key, no environment beyond a minimal one).
+
+Protocol (over the zygote's stdin/stdout): frames of a 4-byte big-endian length
+followed by UTF-8 JSON. The client sends an ``init`` frame; the zygote sets up its
+isolation and answers ``ready`` with what it could set up. Then, for each ``run``
+frame, it forks a child, supervises it and answers with the verdict. End of input
+ends the zygote.
+
+Isolation is set up once, in the zygote, where Linux allows it (root with
+CAP_SYS_ADMIN, or an unprivileged user namespace): new mount, PID, IPC and
+(unless ``network="allow"``) network namespaces; the zygote's forker becomes PID 1
+of the new PID namespace, so ``kill(-1)`` after each run removes every process the
+program left, and nothing can address a process outside. Every mount is made
+read-only, ``/tmp`` and ``/dev/shm`` become private tmpfs, and home directories
+are hidden behind an empty tmpfs (with Python's own directories bound back,
+read-only). As root, each child also switches to an unused uid. Elsewhere
+("basic" mode) the forker is a child subreaper and sweeps escaped processes by
+scanning ``/proc``.
+
+Each child: own session and process group, fresh temporary working directory,
+minimal environment, stdin on ``/dev/null``, stdout/stderr into one capped pipe,
+resource limits (CPU, address space, file size, open files, processes), no new
+privileges. The program's solution and its tests are compiled separately (so the
+solution cannot swallow the tests, e.g. with an unclosed string) and run in that
+order, the tests with pristine builtins. The child receives a per-run secret
+through a pipe that it reads and closes before the program runs; only the harness
+writes it back, after the tests have run to their end. The program text, its
+environment, its arguments and its files never contain it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import ctypes
+import ctypes.util
+import gc
+import json
+import math
+import os
+import random
+import resource
+import select
+import shutil
+import signal
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn
+
+# Kernel constants (Linux).
+CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
+MS_BIND = 4096
+MS_MOVE = 8192
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MS_RELATIME = 1 << 21
+MS_STRICTATIME = 1 << 24
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+
+# Child file descriptors.
+REPORT_FD = 3
+SECRET_FD = 4
+
+# Modules imported once here so that children do not pay for them.
+PRELOAD = [
+    "bisect", "collections", "copy", "dataclasses", "datetime", "decimal",
+    "fractions", "functools", "hashlib", "heapq", "itertools", "json", "math",
+    "operator", "random", "re", "statistics", "string", "typing", "unicodedata",
+]
+
+_OPTION_FLAGS = {
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+    "strictatime": MS_STRICTATIME,
+}
+
+_libc: Any = None
+
+
+def libc() -> Any:
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    return _libc
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def unshare(flags: int) -> None:
+    _check(libc().unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(source: str | None, target: str, fstype: str | None, flags: int,
+          data: str | None = None) -> None:
+    def enc(s: str | None) -> bytes | None:
+        return None if s is None else os.fsencode(s)
+
+    _check(
+        libc().mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags),
+                     enc(data)),
+        f"mount {target}",
+    )
+
+
+def prctl(option: int, arg: int) -> int:
+    result: int = libc().prctl(ctypes.c_int(option), ctypes.c_ulong(arg),
+                               ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    return result
+
+
+def drop_capabilities() -> None:
+    """Empty the bounding, effective, permitted and inheritable capability sets."""
+    for cap in range(64):
+        if prctl(PR_CAPBSET_DROP, cap) != 0 and ctypes.get_errno() == 22:  # EINVAL
+            break
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]
+
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    _check(libc().capset(ctypes.byref(header), ctypes.byref(data)), "capset")
+
+
+# ------------------------------------------------------------------ framing
+
+
+def read_exact(fd: int, n: int) -> bytes | None:
+    chunks = []
+    while n:
+        chunk = os.read(fd, n)
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_frame(fd: int) -> dict[str, Any] | None:
+    head = read_exact(fd, 4)
+    if head is None:
+        return None
+    body = read_exact(fd, struct.unpack(">I", head)[0])
+    if body is None:
+        return None
+    frame: dict[str, Any] = json.loads(body.decode("utf-8"))
+    return frame
+
+
+def write_frame(fd: int, frame: dict[str, Any]) -> None:
+    body = json.dumps(frame).encode("utf-8")
+    data = struct.pack(">I", len(body)) + body
+    while data:
+        data = data[os.write(fd, data):]
+
+
+# ------------------------------------------------------------------ isolation
+
+
+class Setup:
+    """What the zygote managed to set up; sent to the client as ``ready``."""
+
+    def __init__(self) -> None:
+        self.namespaces = False
+        self.userns = False
+        self.network = "shared"
+        self.filesystem = "basic"
+        self.proc = "host"
+        self.uid: int | None = None  # the uid children switch to (root only)
+        self.uid_base: int | None = None
+        self.uid_span = 0
+        self.work = tempfile.gettempdir()
+        self.private_dirs: list[str] = []  # private tmpfs, wiped after each run
+        self.nproc_base = 0  # tasks already counted against RLIMIT_NPROC
+        self.notes: list[str] = []
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "op": "ready",
+            "pid": os.getpid(),
+            "namespaces": self.namespaces,
+            "user_namespace": self.userns,
+            "network": self.network,
+            "filesystem": self.filesystem,
+            "proc": self.proc,
+            "uid_switch": self.uid_base is not None,
+            "process_limit": self.nproc_base >= 0,
+            "notes": self.notes,
+        }
+
+
+def needed_paths() -> list[str]:
+    """Directories the interpreter reads from: prefixes and sys.path entries."""
+    found: set[str] = set()
+    for path in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+                 os.path.dirname(sys.executable), *sys.path):
+        if path and os.path.isdir(path):
+            found.add(os.path.realpath(path))
+    top = sorted(found)
+    return [p for p in top if not any(p != q and p.startswith(q.rstrip("/") + "/")
+                                      for q in top)]
+
+
+def under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def mask_dir(mask: str, needed: list[str], stage_root: str) -> None:
+    """Hide ``mask`` behind an empty tmpfs, binding back the ``needed`` dirs under it."""
+    inside = [p for p in needed if under(p, mask)]
+    if any(p == mask for p in inside):
+        return  # Python lives right there; nothing can be hidden
+    stages = []
+    for i, path in enumerate(inside):
+        stage = os.path.join(stage_root, f"{len(os.listdir(stage_root))}-{i}")
+        os.mkdir(stage)
+        mount(path, stage, None, MS_BIND | MS_REC)
+        stages.append((stage, path))
+    mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    for stage, path in stages:
+        os.makedirs(path, 0o755, exist_ok=True)
+        mount(stage, path, None, MS_MOVE)
+        os.rmdir(stage)
+
+
+def mountpoints() -> list[tuple[str, int]]:
+    """(mount point, flags to keep) of every mount, from /proc/self/mountinfo."""
+    result = []
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            fields = line.split()
+            point = fields[4].encode("utf-8", "surrogateescape").decode(
+                "unicode_escape").encode("latin-1").decode("utf-8", "replace")
+            flags = 0
+            for option in fields[5].split(","):
+                flags |= _OPTION_FLAGS.get(option, 0)
+            result.append((point, flags))
+    return result
+
+
+def write_file(path: str, text: str) -> None:
+    with open(path, "w", encoding="ascii") as f:
+        f.write(text)
+
+
+def pick_uid_range() -> tuple[int, int] | None:
+    """A range of uids nobody uses, inside this user namespace's map."""
+    try:
+        with open("/proc/self/uid_map", encoding="ascii") as f:
+            ranges = [tuple(int(x) for x in line.split()) for line in f if line.strip()]
+    except OSError:
+        ranges = [(0, 0, 2**32 - 1)]
+    for inside, _outside, count in ranges:
+        lo, hi = max(inside, 2_000_000_000), min(inside + count - 1, 2**31 - 2)
+        if hi - lo >= 1_000_000:
+            return lo, 1_000_000
+    for inside, _outside, count in ranges:
+        lo, hi = max(inside, 200_000), min(inside + count - 1, 2**31 - 2)
+        if hi - lo >= 10_000:
+            return lo, hi - lo
+    return None
+
+
+def probe_uid(uid: int, paths: list[str]) -> bool:
+    """Whether a child switched to ``uid`` can still read the interpreter's files."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            for path in paths:
+                os.listdir(path)
+            os.stat(os.path.join(os.path.dirname(os.__file__), "os.py"))
+            os._exit(0)
+        except BaseException:  # noqa: BLE001 (any failure means no)
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def count_tasks(uid: int) -> int:
+    """Tasks (threads) that run under ``uid``: what RLIMIT_NPROC counts."""
+    total = 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in names:
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    total += len(os.listdir(f"/proc/{name}/task"))
+            except OSError:
+                pass
+    return total
+
+
+def kernel_at_least(major: int, minor: int) -> bool:
+    try:
+        parts = os.uname().release.split(".")
+        return (int(parts[0]), int(parts[1].split("-")[0])) >= (major, minor)
+    except (ValueError, IndexError):
+        return False
+
+
+def setup_namespaces(config: dict[str, Any], setup: Setup) -> bool:
+    """Enter new namespaces; True when this process must fork the PID-1 forker."""
+    if not sys.platform.startswith("linux") or config.get("namespaces") is False:
+        return False
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
+    if config["network"] != "allow":
+        flags |= CLONE_NEWNET
+    try:
+        if os.geteuid() != 0:
+            unshare(CLONE_NEWUSER)
+            setup.userns = True
+            write_file("/proc/self/setgroups", "deny")
+            write_file("/proc/self/uid_map", f"0 {uid} 1")
+            write_file("/proc/self/gid_map", f"0 {gid} 1")
+        unshare(flags)
+    except OSError as exc:
+        setup.notes.append(f"namespaces unavailable ({exc.strerror}); basic mode")
+        setup.userns = False
+        return False
+    setup.namespaces = True
+    if flags & CLONE_NEWNET:
+        setup.network = "isolated"
+    return True
+
+
+def setup_filesystem(config: dict[str, Any], setup: Setup) -> None:
+    """In the new mount namespace: private /tmp, hidden homes, read-only rest."""
+    needed = needed_paths()
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    work = "/tmp"
+    if any(under(p, "/tmp") for p in needed) or not os.path.isdir("/tmp"):
+        work = "/dev/shm"
+    # Bounded, so that a program cannot fill the machine's memory with files.
+    mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV,
+          "mode=1777,size=256m,nr_inodes=65536")
+    private = [work]
+    if work != "/dev/shm" and os.path.isdir("/dev/shm"):
+        try:
+            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+                  "mode=1777,size=64m,nr_inodes=4096")
+            private.append("/dev/shm")
+        except OSError as exc:
+            setup.notes.append(f"/dev/shm stays shared ({exc.strerror})")
+    stage_root = os.path.join(work, ".stage")
+    os.mkdir(stage_root, 0o700)
+    masks = sorted({os.path.realpath(m) for m in config.get("hide", []) if m})
+    masks = [m for m in masks if m != "/" and os.path.isdir(m)
+             and not any(under(w, m) for w in private)
+             and not any(m != o and under(m, o) for o in masks)]
+    hidden = []
+    for mask in masks:
+        try:
+            mask_dir(mask, needed, stage_root)
+            hidden.append(mask)
+        except OSError as exc:
+            setup.notes.append(f"could not hide {mask} ({exc.strerror})")
+    os.rmdir(stage_root)
+    failed = 0
+    for point, keep in mountpoints():
+        if any(under(point, p) for p in private) or under(point, "/proc"):
+            continue
+        try:
+            mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
+        except OSError:
+            failed += 1  # mounts hidden under a mask, or locked: nothing to write
+    try:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        setup.proc = "private"
+    except OSError as exc:
+        setup.notes.append(f"/proc shows the host's processes ({exc.strerror})")
+    setup.filesystem = "isolated"
+    setup.work = work
+    setup.private_dirs = private
+    if hidden:
+        setup.notes.append("hidden: " + ", ".join(hidden))
+
+
+def setup_identity(config: dict[str, Any], setup: Setup) -> None:
+    """As root, children switch to an unused uid when it can still run Python."""
+    if os.geteuid() == 0 and not setup.userns:
+        span = pick_uid_range()
+        if span is not None:
+            base, size = span
+            if probe_uid(base + random.randrange(size), needed_paths()):
+                setup.uid_base, setup.uid_span = base, size
+            else:
+                setup.notes.append(
+                    "children stay root: an unused uid cannot read the interpreter")
+        else:
+            setup.notes.append("children stay root: no unused uid is mapped")
+    if setup.uid_base is not None:
+        setup.nproc_base = 0  # a fresh uid owns no task yet
+    elif os.geteuid() == 0 and not setup.userns:
+        setup.nproc_base = -1  # root ignores RLIMIT_NPROC
+        setup.notes.append("no process limit: children run as root")
+    elif setup.userns and kernel_at_least(5, 14):
+        setup.nproc_base = 4  # counted per user namespace
+    else:
+        setup.nproc_base = count_tasks(os.getuid())
+
+
+# ------------------------------------------------------------------ supervision
+
+
+def set_cloexec_nonblock(fd: int) -> None:
+    os.set_blocking(fd, False)
+
+
+def sweep_namespace() -> None:
+    """PID 1 of the sandbox's PID namespace: kill and reap everything else."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
+def last_pid() -> int | None:
+    try:
+        with open("/proc/loadavg", encoding="ascii") as f:
+            return int(f.read().split()[4])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def sweep_basic(first: int, active: int) -> None:
+    """Kill processes that escaped the child's process group (basic mode).
+
+    This process is a child subreaper, so an escaped process is re-parented to it
+    once its ancestors in the sandbox are gone. Only pids allocated since the child
+    was forked can be the sandbox's.
+    """
+    me = os.getpid()
+    for _ in range(10_000):
+        end = last_pid()
+        if end is None:
+            return
+        if end >= first:
+            window = list(range(first, end + 1))
+        else:  # pids wrapped around
+            window = list(range(first, 1 << 22)) + list(range(2, end + 1))
+        strays = []
+        for pid in window:
+            if pid == active:
+                continue
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    data = f.read()
+            except OSError:
+                continue
+            fields = data[data.rfind(b")") + 2:].split()
+            if int(fields[1]) == me:
+                strays.append(pid)
+        if not strays:
+            break
+        for pid in strays:
+            for target in (-pid, pid):
+                try:
+                    os.kill(target, signal.SIGKILL)
+                except OSError:
+                    pass
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+    while True:  # zombies re-parented to us
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                return
+        except ChildProcessError:
+            return
+
+
+def remove_tree(path: str) -> None:
+    def fix(function: Callable[..., Any], failed: str, _exc: Any) -> None:
+        try:
+            os.chmod(os.path.dirname(failed), 0o700)
+            if os.path.isdir(failed) and not os.path.islink(failed):
+                os.chmod(failed, 0o700)
+                shutil.rmtree(failed, ignore_errors=True)
+            else:
+                os.unlink(failed)
+        except OSError:
+            pass
+
+    if os.path.lexists(path):
+        shutil.rmtree(path, onerror=fix)
+
+
+def wipe(directory: str) -> None:
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return
+    for name in entries:
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            remove_tree(path)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+class Forker:
+    def __init__(self, setup: Setup) -> None:
+        self.setup = setup
+        self.pristine = dict(builtins.__dict__)
+        self.pidfd = hasattr(os, "pidfd_open")
+
+    def run(self, req: dict[str, Any]) -> dict[str, Any]:
+        setup = self.setup
+        uid = None
+        if setup.uid_base is not None:
+            uid = setup.uid_base + random.randrange(setup.uid_span)
+        tmp = tempfile.mkdtemp(prefix="ctxbench-", dir=setup.work)
+        try:
+            for name, stage in (("solution.py", "solution"), ("test.py", "test")):
+                with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
+                    f.write(req[stage])
+            if uid is not None:
+                for path in (tmp, os.path.join(tmp, "solution.py"),
+                             os.path.join(tmp, "test.py")):
+                    os.chown(path, uid, uid)
+            return self._supervise(req, tmp, uid)
+        finally:
+            remove_tree(tmp)
+            if setup.namespaces:
+                for directory in setup.private_dirs:
+                    wipe(directory)
+
+    def _supervise(self, req: dict[str, Any], tmp: str, uid: int | None) -> dict[str, Any]:
+        rep_r, rep_w = os.pipe()
+        out_r, out_w = os.pipe()
+        sec_r, sec_w = os.pipe()
+        started = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            os.close(rep_r)
+            os.close(out_r)
+            os.close(sec_w)
+            child(req, tmp, uid, self.setup, self.pristine, rep_w, out_w, sec_r)
+        os.close(rep_w)
+        os.close(out_w)
+        os.close(sec_r)
+        # Made only now, after the fork: no child ever had it in its memory before
+        # reading it from the pipe.
+        secret = os.urandom(16).hex()
+        os.write(sec_w, secret.encode("ascii"))
+        os.close(sec_w)
+
+        timeout = float(req["timeout"])
+        cap = int(req["output_cap"])
+        deadline = started + timeout
+        out = bytearray()
+        out_total = 0
+        verdicts: list[str] = []
+        rep_tail = b""
+        token = secret.encode("ascii") + b" "
+        poller = select.poll()
+        pidfd = -1
+        if self.pidfd:
+            try:
+                pidfd = os.pidfd_open(pid)
+                poller.register(pidfd, select.POLLIN)
+            except OSError:
+                pidfd = -1
+        for fd in (rep_r, out_r):
+            set_cloexec_nonblock(fd)
+            poller.register(fd, select.POLLIN)
+        open_fds = {rep_r, out_r}
+        status: int | None = None
+        timed_out = False
+
+        setup_error: list[str] = []
+
+        def take(fd: int) -> bool | None:
+            """Read once: True (data), False (end of file) or None (nothing yet)."""
+            nonlocal out_total, rep_tail
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                return None
+            except OSError:
+                data = b""
+            if not data:
+                return False
+            if fd == out_r:
+                out_total += len(data)
+                if len(out) < cap:
+                    out.extend(data[: cap - len(out)])
+            else:
+                lines = (rep_tail + data).split(b"\n")
+                rep_tail = lines.pop()
+                if len(rep_tail) > 65536:
+                    rep_tail = b""
+                for line in lines:
+                    if line.startswith(token):
+                        verdicts.append(line[len(token):].decode("utf-8", "replace"))
+                    elif line.startswith(b"setup-failed ") and not setup_error:
+                        setup_error.append(line[13:].decode("utf-8", "replace"))
+            return True
+
+        while status is None:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            wait_ms = remaining * 1000 if pidfd >= 0 else min(remaining * 1000, 5)
+            for fd, _event in poller.poll(max(1, math.ceil(wait_ms))):
+                if fd == pidfd:
+                    status = os.waitpid(pid, 0)[1]
+                elif fd in open_fds and take(fd) is False:
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+            if status is None and pidfd < 0:
+                done, st = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    status = st
+        duration = time.monotonic() - started
+        for target in (-pid, pid):
+            try:
+                os.kill(target, signal.SIGKILL)
+            except OSError:
+                pass
+        if status is None:
+            status = os.waitpid(pid, 0)[1]
+        if pidfd >= 0:
+            os.close(pidfd)
+        if self.setup.namespaces:
+            sweep_namespace()
+        else:
+            sweep_basic(pid, pid)
+        for fd in open_fds:  # every writer is gone: drain what is left
+            for _ in range(1024):  # at most 64 MiB, should a writer have survived
+                if take(fd) is not True:
+                    break
+        for fd in (rep_r, out_r):
+            os.close(fd)
+        answer = verdict(status, timed_out, duration, verdicts, bytes(out), out_total)
+        if setup_error and not verdicts:
+            answer["reason"] = "sandbox_error"
+            answer["message"] = "the sandbox could not be set up: " + setup_error[0]
+        return answer
+
+
+def verdict(status: int, timed_out: bool, duration: float, verdicts: list[str],
+            output: bytes, output_total: int) -> dict[str, Any]:
+    """Turn the child's exit status and its harness lines into the answer."""
+    text = output.decode("utf-8", "replace")
+    result: dict[str, Any] = {
+        "op": "result",
+        "passed": False,
+        "duration": round(duration, 6),
+        "output": text,
+        "output_bytes": output_total,
+        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+    }
+    reports = []
+    for line in verdicts:
+        kind, _, payload = line.partition(" ")
+        try:
+            body = json.loads(payload) if payload else {}
+        except ValueError:
+            body = {}
+        reports.append((kind, body if isinstance(body, dict) else {}))
+    final = reports[-1] if reports else None
+    clean = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    if timed_out:
+        result["reason"] = "timeout"
+        result["message"] = f"still running after {duration:.3g} s (wall clock)"
+        return result
+    if final is not None and final[0] == "PASS":
+        if clean:
+            result["passed"] = True
+            result["reason"] = "passed"
+        else:
+            result["reason"] = "crashed"
+            result["message"] = "the tests passed but the process did not exit cleanly"
+        return result
+    if final is not None:
+        kind, body = final
+        result.update({k: v for k, v in body.items() if isinstance(k, str)})
+        result["reason"] = {
+            "SYNTAX": "syntax_error",
+            "ASSERT": "assertion",
+            "MEMORY": "memory",
+            "EXIT": "exited_early",
+            "SETUP": "sandbox_error",
+        }.get(kind, "exception")
+        return result
+    sig = result["signal"]
+    if sig == signal.SIGXCPU:
+        result["reason"] = "timeout"
+        result["message"] = "CPU time limit exceeded"
+    elif sig is not None:
+        if "MemoryError" in text or "Cannot allocate memory" in text:
+            result["reason"] = "memory"
+        else:
+            result["reason"] = "crashed"
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        result["message"] = f"killed by signal {name}"
+    else:
+        result["reason"] = "exited_early"
+        result["message"] = (
+            f"the process exited with status {result['exit_code']} before the tests "
+            "finished")
+    return result
+
+
+# ------------------------------------------------------------------ the child
+
+
+def child(req: dict[str, Any], tmp: str, uid: int | None, setup: Setup,
+          pristine: dict[str, Any], rep_w: int, out_w: int, sec_r: int) -> NoReturn:
+    """Set the child up, then run the harness; never returns."""
+    try:
+        os.setsid()
+        os.chdir(tmp)
+        # Move the three pipes out of the way, then onto 1/2, 3 and 4.
+        high = [os.dup(fd) for fd in (out_w, rep_w, sec_r)]
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(high[0], 1)
+        os.dup2(high[0], 2)
+        os.dup2(high[1], REPORT_FD)
+        os.dup2(high[2], SECRET_FD)
+        os.closerange(SECRET_FD + 1, max(resource.getrlimit(resource.RLIMIT_NOFILE)[0],
+                                         1024))
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+            signal.signal(sig, signal.SIG_IGN)  # write errors become exceptions
+        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": tmp,
+            "TMPDIR": tmp,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONIOENCODING": "utf-8",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "USER": "sandbox",
+            "LOGNAME": "sandbox",
+        }
+        os.environ.clear()
+        os.environ.update(env)
+        tempfile.tempdir = tmp
+
+        limits = req["limits"]
+        cpu = max(1, math.ceil(float(req["timeout"]))) + 1
+        wanted = [
+            (resource.RLIMIT_CPU, cpu, cpu + 1),
+            (resource.RLIMIT_CORE, 0, 0),
+        ]
+        if limits.get("memory_bytes"):
+            wanted.append((resource.RLIMIT_AS, limits["memory_bytes"],
+                           limits["memory_bytes"]))
+        if limits.get("file_bytes"):
+            wanted.append((resource.RLIMIT_FSIZE, limits["file_bytes"],
+                           limits["file_bytes"]))
+        if limits.get("open_files"):
+            wanted.append((resource.RLIMIT_NOFILE, limits["open_files"],
+                           limits["open_files"]))
+        if limits.get("processes") and setup.nproc_base >= 0:
+            n = setup.nproc_base + limits["processes"]
+            wanted.append((resource.RLIMIT_NPROC, n, n))
+        for which, soft, hard in wanted:
+            try:
+                _, current_hard = resource.getrlimit(which)
+                if current_hard != resource.RLIM_INFINITY:
+                    soft, hard = min(soft, current_hard), min(hard, current_hard)
+                resource.setrlimit(which, (soft, hard))
+            except (ValueError, OSError):
+                pass  # e.g. RLIMIT_AS on macOS; the wall-clock timeout still holds
+
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+        elif setup.userns or os.geteuid() == 0:
+            # Root without a uid of its own keeps root's files and may signal
+            # root's processes, but without capabilities it can no longer read
+            # other processes' memory or environment, mount, or change limits.
+            drop_capabilities()
+        if sys.platform.startswith("linux"):
+            prctl(PR_SET_NO_NEW_PRIVS, 1)
+            # The forker is not dumpable (see main); the child may read its own
+            # /proc entries again: the only secret in its memory is its own.
+            prctl(PR_SET_DUMPABLE, 1)
+
+        secret = b""
+        while len(secret) < 32:
+            chunk = os.read(SECRET_FD, 32 - len(secret))
+            if not chunk:
+                break
+            secret += chunk
+        os.close(SECRET_FD)
+    except BaseException as exc:  # noqa: BLE001 (nothing untrusted has run yet)
+        try:
+            os.write(REPORT_FD, f"setup-failed {type(exc).__name__}: {exc}\n".encode())
+        finally:
+            os._exit(70)
+    harness(req, secret.decode("ascii"), pristine)
+
+
+def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoReturn:
+    """Run solution, tests and the check call; report through the secret channel.
+
+    Everything the harness uses after the program started was bound before it: the
+    program may replace ``print``, ``sys.stdout``, ``os.write``, ``builtins`` or
+    ``check`` without changing what is reported.
+    """
+    write, exit_now, dumps = os.write, os._exit, json.dumps
+    settrace, setprofile = sys.settrace, sys.setprofile
+    set_recursion = sys.setrecursionlimit
+    recursion = sys.getrecursionlimit()
+    modules = sys.modules
+    saved_modules = dict(modules)
+    AssertionError_, MemoryError_, SystemExit_ = AssertionError, MemoryError, SystemExit
+    SyntaxError_, BaseException_, ValueError_ = SyntaxError, BaseException, ValueError
+    type_, str_, isinstance_ = type, str, isinstance
+    dict_, getattr_, set_, list_ = dict, getattr, set, list
+    NameError_ = NameError
+    compile_, exec_ = compile, exec
+    ModuleType = type(sys)
+
+    streams = (sys.stdout, sys.stderr)
+
+    def report(kind: str, **body: Any) -> None:
+        for stream in streams:  # the program's output, for the diagnostics
+            try:
+                stream.flush()
+            except BaseException_:
+                pass
+        line = f"{secret} {kind} {dumps(body)}\n".encode("utf-8", "replace")
+        try:
+            while line:
+                line = line[write(REPORT_FD, line):]
+        except BaseException_:
+            pass
+
+    def describe(exc: BaseException, stage: str) -> dict[str, Any]:
+        try:
+            name = type_.__dict__["__name__"].__get__(type_(exc))
+        except BaseException_:
+            name = "?"
+        try:
+            message = str_(exc)[:2000]
+        except BaseException_:
+            message = "<the exception could not be printed>"
+        body: dict[str, Any] = {"stage": stage, "exception": name, "message": message}
+        tb = getattr_(exc, "__traceback__", None)
+        line = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename in ("solution.py", "test.py"):
+                line = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
+            tb = tb.tb_next
+        if line is not None:
+            body["where"] = f"{line[0]}:{line[1]}"
+        return body
+
+    def failed(exc: BaseException, stage: str) -> NoReturn:
+        body = describe(exc, stage)
+        if isinstance_(exc, SystemExit_):
+            code = getattr_(exc, "code", None)
+            if code is not None and not isinstance_(code, (int, str_)):
+                code = "<object>"
+            report("EXIT", stage=stage, exception="SystemExit",
+                   message=f"SystemExit({code!r}) raised before the tests finished")
+        elif isinstance_(exc, MemoryError_):
+            report("MEMORY", **body)
+        elif isinstance_(exc, AssertionError_):
+            report("ASSERT", **body)
+        else:
+            report("ERROR", **body)
+        exit_now(1)
+
+    try:
+        code = compile_(req["solution"], "solution.py", "exec", dont_inherit=True)
+    except (SyntaxError_, ValueError_, MemoryError_) as exc:
+        body = describe(exc, "solution")
+        lineno = getattr_(exc, "lineno", None)
+        if isinstance_(lineno, int):
+            body["where"] = f"solution.py:{lineno}"
+        report("SYNTAX", **body)
+        exit_now(1)
+    try:
+        test_code = compile_(req["test"], "test.py", "exec", dont_inherit=True)
+    except (SyntaxError_, ValueError_, MemoryError_) as exc:
+        report("ERROR", **describe(exc, "test"),
+               note="the example's test code does not compile")
+        exit_now(1)
+
+    module = ModuleType("solution")
+    namespace = module.__dict__
+    namespace["__builtins__"] = dict_(pristine)
+    namespace["__file__"] = "solution.py"
+    modules["solution"] = module
+    try:
+        exec_(code, namespace)
+    except BaseException_ as exc:
+        failed(exc, "solution")
+
+    # The tests run with what the program cannot have tampered with: no trace or
+    # profile hook, the recursion limit, the modules and the builtins as they were.
+    try:
+        settrace(None)
+        setprofile(None)
+        set_recursion(recursion)
+        for name, mod in saved_modules.items():
+            if modules.get(name) is not mod:
+                modules[name] = mod
+    except BaseException_ as exc:
+        failed(exc, "solution")
+    keep = set_(req.get("keep", ()))
+    tests = dict_(namespace)
+    for name in list_(tests):
+        if name in pristine and name not in keep and tests[name] is not pristine[name]:
+            del tests[name]  # e.g. a global ``abs`` that always returns 0
+    tests["__builtins__"] = dict_(pristine)
+    tests["__file__"] = "test.py"
+    tests["__name__"] = "test"
+    try:
+        exec_(test_code, tests)
+        call = req.get("call")
+        if call:
+            function, argument = call
+            if argument not in namespace:
+                raise NameError_(f"name {argument!r} is not defined: the solution does "
+                                f"not define the entry point {argument!r}")
+            tests[function](namespace[argument])
+    except BaseException_ as exc:
+        failed(exc, "test")
+    report("PASS")
+    exit_now(0)
+
+
+# ------------------------------------------------------------------ main
+
+
+def serve(forker: Forker) -> None:
+    while True:
+        req = read_frame(0)
+        if req is None:
+            return
+        try:
+            answer = forker.run(req)
+        except Exception as exc:  # noqa: BLE001 (a fault of ours, not the program's)
+            answer = {"op": "result", "passed": False, "reason": "sandbox_error",
+                      "message": f"{type(exc).__name__}: {exc}"}
+        write_frame(1, answer)
+
+
+def main() -> None:
+    config = read_frame(0)
+    if config is None:
+        return
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    setup = Setup()
+    if setup_namespaces(config, setup):
+        pid = os.fork()
+        if pid:
+            # Outside the namespaces: wait for the forker (PID 1 inside) and leave.
+            os.close(0)
+            os.close(1)
+            while True:
+                try:
+                    _, status = os.waitpid(pid, 0)
+                    break
+                except InterruptedError:
+                    continue
+            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        try:
+            setup_filesystem(config, setup)
+        except OSError as exc:
+            setup.notes.append(f"filesystem isolation failed ({exc})")
+    else:
+        if config["network"] == "deny":
+            write_frame(1, {"op": "error", "message": (
+                "network isolation was required (network='deny') but this system "
+                "does not let this process create a network namespace: "
+                + "; ".join(setup.notes or ["not Linux"]))})
+            return
+        if sys.platform.startswith("linux"):
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
+    setup_identity(config, setup)
+    if sys.platform.startswith("linux"):
+        # The forker holds each run's secret until it is sent: a process of the
+        # same user must not read it from /proc/<pid>/mem.
+        prctl(PR_SET_DUMPABLE, 0)
+    forker = Forker(setup)
+    # Children inherit every object; frozen, the collector in a child never walks
+    # (and so never copies) the pages they live on.
+    gc.collect()
+    gc.freeze()
+    write_frame(1, setup.report())
+    serve(forker)
+
+
+if __name__ == "__main__":
+    main()
