@@ -313,8 +313,21 @@ def evaluate(
         raise ConfigError(f"max_workers must be >= 1, got {max_workers}.")
     examples, source = _examples(dataset, max_examples)
     tok = resolve_tokenizer(tokenizer) if tokenizer is not None else get_tokenizer()
-    families = {getattr(source, "family", None) or ex.get("task", "qa") for ex in examples}
-    evs = list(evaluators) if evaluators is not None else default_evaluators(families)
+    families = [getattr(source, "family", None) or ex.get("task") or "qa" for ex in examples]
+    # Auto-wired evaluators apply per example family (a math example is not also
+    # scored by ROUGE); evaluators given explicitly apply to every example.
+    by_family: dict[str, list[Evaluator]] = {}
+    for fam in families:
+        if fam not in by_family:
+            by_family[fam] = (
+                list(evaluators) if evaluators is not None else default_evaluators({fam})
+            )
+    example_evs = [by_family[fam] for fam in families]
+    ev_names = list(
+        dict.fromkeys(
+            getattr(e, "name", type(e).__name__) for group in by_family.values() for e in group
+        )
+    )
     fields = [score_field or _primary_for(ex, source) for ex in examples]
     n_datasets = len({ex.get("dataset", "") for ex in examples})
     mets = (
@@ -333,7 +346,7 @@ def evaluate(
             row, _ = run_example(
                 system,
                 examples[i],
-                evs,
+                example_evs[i],
                 score_field=fields[i],
                 text_fields=text_fields,
                 tokenizer=tok,
@@ -366,7 +379,7 @@ def evaluate(
     summary = summarize(rows, mets, names)
     config = {
         "systems": names,
-        "evaluators": [getattr(e, "name", type(e).__name__) for e in evs],
+        "evaluators": ev_names,
         "metrics": [getattr(m, "name", type(m).__name__) for m in mets],
         "num_examples": len(examples),
         "max_workers": max_workers or 1,

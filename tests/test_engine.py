@@ -205,3 +205,49 @@ def test_auto_wiring_scores_each_family_with_its_own_primary_score() -> None:
     assert rows["n"].scores["nli_accuracy"] == 0.0 and rows["n"].metadata["score_field"] == "nli_accuracy"
     # pass rate over each row's primary score: q (f1 1.0) and m pass, n fails.
     assert res.summary["sys"]["pass_rate"] == pytest.approx(2 / 3)
+
+
+def test_every_family_is_wired_to_its_evaluator() -> None:
+    from pytest_context_bench.datasets import PRIMARY_SCORE
+    from pytest_context_bench.evaluators import FAMILY_EVALUATORS, evaluators_for
+
+    produced = {
+        "summarization": "rouge_l_f1",
+        "multiple_choice": "mc_accuracy",
+        "math": "math_equiv",
+        "code": "pass_at_1",
+        "nli": "nli_accuracy",
+        "ifeval": "ifeval_strict",
+    }
+    for family, key in produced.items():
+        assert PRIMARY_SCORE[family] == key
+        names = [e.name for e in evaluators_for({family})]
+        assert names[0] == "answer_quality" and len(names) == 2, (family, names)
+        assert FAMILY_EVALUATORS[family]
+    # One instance per process and options: the code sandbox is reused.
+    a = evaluators_for({"code"}, {"code_execution": {"timeout": 3.0}})[1]
+    b = evaluators_for({"code", "qa"}, {"code_execution": {"timeout": 3.0}})[1]
+    assert a is b and a.timeout == 3.0
+
+
+def test_mixed_families_score_with_their_own_evaluators() -> None:
+    examples = [
+        {"id": "s", "task": "summarization", "context": "long text", "question": "Summarize.", "answer": "the cat sat on the mat"},
+        {"id": "m", "task": "math", "question": "2+2?", "answer": "4"},
+        {"id": "c", "task": "code", "context": "def add(a, b):\n", "test": "def check(c):\n    assert c(1, 2) == 3\n", "entry_point": "add", "answer": "    return a + b\n"},
+    ]
+
+    class Sys:
+        name = "sys"
+
+        def process(self, example):
+            response = {"s": "the cat on the mat", "m": "The answer is $\\boxed{4}$.", "c": "    return a + b\n"}[example["id"]]
+            return {**example, "response": response}
+
+    res = evaluate(Sys(), examples, progress=False)
+    rows = {r.example_id: r for r in res.rows}
+    assert rows["s"].scores["rouge_l_precision"] == 1.0 and rows["s"].scores["rouge_l_recall"] == pytest.approx(5 / 6)
+    assert rows["m"].scores["math_equiv"] == 1.0 and "rouge_l_f1" not in rows["m"].scores
+    assert rows["c"].scores["pass_at_1"] == 1.0
+    assert rows["c"].metadata["code_execution"]["reason"] == "passed"
+    assert {r.metadata["score_field"] for r in res.rows} == {"rouge_l_f1", "math_equiv", "pass_at_1"}

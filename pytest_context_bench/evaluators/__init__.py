@@ -14,13 +14,17 @@ from typing import Any, Callable, Iterable, Mapping
 from .answer_quality import AnswerQuality
 from .code_execution import CodeExecution
 from .ifeval import IFEvalChecker
+from .math_equivalence import MathEquivalence
 from .multiple_choice import MultipleChoiceAccuracy, extract_choice
 from .nli import NLILabelMatch, extract_label
+from .summarization import SummarizationQuality
 
 __all__ = [
     "AnswerQuality",
     "CodeExecution",
     "IFEvalChecker",
+    "MathEquivalence",
+    "SummarizationQuality",
     "MultipleChoiceAccuracy",
     "NLILabelMatch",
     "extract_choice",
@@ -33,6 +37,8 @@ __all__ = [
 #: (Its primary score is ``datasets.PRIMARY_SCORE[family]``.)
 FAMILY_EVALUATORS: dict[str, tuple[Callable[[], Any], ...]] = {
     "qa": (),
+    "summarization": (SummarizationQuality,),
+    "math": (MathEquivalence,),
     "multiple_choice": (MultipleChoiceAccuracy,),
     "nli": (NLILabelMatch,),
     "ifeval": (IFEvalChecker,),
