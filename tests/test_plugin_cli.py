@@ -291,3 +291,33 @@ def test_a_local_file_declares_its_family(project: pytest.Pytester) -> None:
     assert doc["summary"]["picker"]["pass_rate"] == 0.75
     assert {r["metadata"]["score_field"] for r in doc["rows"]} == {"mc_accuracy"}
     assert all("mc_accuracy" in r["scores"] for r in doc["rows"])
+
+
+def test_family_from_the_option_and_the_marker(project: pytest.Pytester) -> None:
+    project.makefile(".jsonl", sums='{"id": 1, "context": "long text here", "question": "Summarize.", "answer": "the cat sat on the mat"}\n')
+    project.makepyfile(
+        sumsys="""
+        class S:
+            name = "s"
+            def process(self, example):
+                return {**example, "response": "the cat on the mat"}
+        s = S()
+        """,
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="sums.jsonl", task="summarization")
+        def test_sum(ctxbench_example, ctxbench_record):
+            row = ctxbench_record({**ctxbench_example, "response": "the cat on the mat"})
+            assert row.metadata["score_field"] == "rouge_l_f1"
+            assert row.scores["rouge_l_precision"] == 1.0
+        """,
+    )
+    out = project.path / "o.json"
+    result = project.runpytest("--ctxbench-dataset=sums.jsonl", "--ctxbench-system=sumsys:s", "--ctxbench-task=summarization", f"--ctxbench-json={out}")
+    assert result.ret == 0, result.stdout.str()
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["s"]["mean_score"] == pytest.approx(2 * (5 / 6) / (1 + 5 / 6))
+    bad = project.runpytest("--ctxbench-dataset=sums.jsonl", "--ctxbench-system=sumsys:s", "--ctxbench-task=poetry")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["ERROR: --ctxbench-task must be one of qa, summarization, *, given: 'poetry'"])

@@ -85,7 +85,10 @@ def _looks_local(spec: str, base_dir: str | os.PathLike[str] | None) -> bool:
 
 
 def resolve_dataset(
-    spec: str, *, base_dir: str | os.PathLike[str] | None = None
+    spec: str,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    family: str | None = None,
 ) -> Dataset:
     """Turn a dataset spec into a :class:`Dataset`.
 
@@ -96,6 +99,9 @@ def resolve_dataset(
     :param spec: a file path, ``name`` or ``name:config``.
     :param base_dir: the directory a relative file path is resolved against (e.g. the
         pytest rootdir); default: the current directory.
+    :param family: the family of a local file's examples (``qa``, ``math``, ...),
+        when the examples do not say it with a ``task`` field. Named datasets have
+        their own family and ignore it.
     :raises DatasetError: when the file cannot be loaded, or no file and no registered
         dataset go by that name (the message suggests close names).
     """
@@ -105,7 +111,7 @@ def resolve_dataset(
             ".csv file, or a registered name."
         )
     if _looks_local(spec, base_dir):
-        return load_local(_local_path(spec, base_dir))
+        return load_local(_local_path(spec, base_dir), family=family)
     name, colon, config = spec.partition(":")
     if lookup(name) is None:
         raise _unknown(name, spec)

@@ -74,7 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(dataset, limit=None, score_field=None, threshold=0.7,"
+        f"{MARKER}(dataset, limit=None, task=None, score_field=None, threshold=0.7,"
         " min_pass_rate=None, min_mean_score=None, max_cost_of_pass=None,"
         " max_error_rate=None, strict=False, text_fields=None, evaluators=None):"
         " run the test once per example of the dataset(s); the test takes"
@@ -104,7 +104,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{settings.where[TOKENIZER.dest]}: {_one_line(exc)}") from None
     if settings.datasets:
         datasets = state.cache.load_all(
-            settings.datasets, (settings.dataset_base,), settings.where[DATASET.dest]
+            settings.datasets,
+            (settings.dataset_base,),
+            settings.where[DATASET.dest],
+            settings.task,
         )
         state.cli_spec = spec_from_settings(settings, datasets)
     if settings.json_path is not None and not is_worker(config):

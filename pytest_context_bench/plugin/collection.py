@@ -112,25 +112,29 @@ class DatasetCache:
     """Datasets loaded in this process, keyed by (resolved spec, base dir)."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, str], Dataset] = {}
+        self._cache: dict[tuple[str, str, str | None], Dataset] = {}
 
-    def load(self, spec: str, base: Path) -> Dataset:
-        key = (spec, str(base))
+    def load(self, spec: str, base: Path, family: str | None = None) -> Dataset:
+        key = (spec, str(base), family)
         ds = self._cache.get(key)
         if ds is None:
-            ds = resolve_dataset(spec, base_dir=base)
+            ds = resolve_dataset(spec, base_dir=base, family=family)
             self._cache[key] = ds
         return ds
 
     def load_all(
-        self, specs: tuple[str, ...], bases: tuple[Path, ...], where: str
+        self,
+        specs: tuple[str, ...],
+        bases: tuple[Path, ...],
+        where: str,
+        family: str | None = None,
     ) -> tuple[Dataset, ...]:
         """Load each spec; a relative path is looked up in each base in turn."""
         out: list[Dataset] = []
         for spec in specs:
             base = next((b for b in bases if (b / spec).exists()), bases[0])
             try:
-                out.append(self.load(spec, base))
+                out.append(self.load(spec, base, family))
             except CtxBenchError as exc:
                 raise pytest.UsageError(f"{where}: {exc}") from None
         tags: dict[str, Dataset] = {}
@@ -184,7 +188,10 @@ def spec_from_marker(
         raise pytest.UsageError(f"{where_base} needs dataset=... (a path or a registered name)")
     module_dir = Path(str(definition.path)).parent
     datasets = cache.load_all(
-        values["dataset"], (module_dir, definition.config.rootpath), where_base
+        values["dataset"],
+        (module_dir, definition.config.rootpath),
+        where_base,
+        values.get("task", settings.task),
     )
     limits = dict(settings.limits)
     for name in limits:

@@ -104,6 +104,14 @@ TEXT_FIELDS = _opt(
     "FIELDS",
 )
 
+TASK = _opt(
+    "task",
+    "str",
+    "Family of the examples of local dataset files that do not say it with a 'task'"
+    " field: qa, summarization, multiple_choice, math, code, nli, ifeval,"
+    " conversation or memory. Default: qa",
+    "FAMILY",
+)
 DATA_DIR = _opt(
     "data-dir",
     "str",
@@ -143,6 +151,7 @@ OPTIONS: tuple[Option, ...] = (
     JSON,
     TOKENIZER,
     TEXT_FIELDS,
+    TASK,
     DATA_DIR,
     CODE_TIMEOUT,
     CODE_MEMORY,
@@ -240,6 +249,7 @@ class Settings:
     #: option dest -> how to name where its value came from in an error message
     where: dict[str, str] = field(default_factory=dict)
     data_dir: Path | None = None
+    task: str | None = None
     #: evaluator name -> constructor keyword arguments (from the code-* options)
     evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -315,6 +325,8 @@ class Settings:
                 raise pytest.UsageError(
                     f"{DATA_DIR.where(data_cli)} must be an existing directory, given: {data_raw!r}"
                 )
+        task_raw, task_cli = get(TASK)
+        task = _check_family(task_raw, TASK.where(task_cli)) if task_raw else None
         code: dict[str, Any] = {}
         raw, from_cli = get(CODE_TIMEOUT)
         if raw is not None:
@@ -344,9 +356,21 @@ class Settings:
             tokenizer=tokenizer or None,
             where=where,
             data_dir=data_dir,
+            task=task,
             evaluator_options={"code_execution": code} if code else {},
             text_fields=text_fields,
         )
+
+
+def _check_family(raw: Any, where: str) -> str:
+    from ..datasets import PRIMARY_SCORE
+
+    family = str(raw).strip()
+    if family not in PRIMARY_SCORE:
+        raise pytest.UsageError(
+            f"{where} must be one of {', '.join(PRIMARY_SCORE)}, given: {raw!r}"
+        )
+    return family
 
 
 def _is_path_spec(spec: str) -> bool:
@@ -394,6 +418,7 @@ def marker_kwargs_parsers() -> dict[str, Callable[[Any, str], Any]]:
         return lambda v, where: parse_float(v, where, **_RANGES[name])
 
     parsers: dict[str, Callable[[Any, str], Any]] = {
+        "task": _check_family,
         "dataset": dataset,
         "limit": limit,
         "score_field": score_field,
