@@ -50,7 +50,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Final
 
 from ..errors import DatasetError
-from .families import PRIMARY_SCORE
+from .families import DatasetBase
 from .registry import register_dataset
 
 __all__ = [
@@ -75,7 +75,7 @@ _MBPP_FIELDS: Final = ("task_id", "prompt", "code", "test_list")
 _MBPP_TEST_IDS: Final = range(11, 511)
 
 
-class MemoryDataset:
+class MemoryDataset(DatasetBase):
     """A dataset held in memory (packaged or downloaded problems).
 
     ``dataset[i]`` returns a new dict every time, with ``id`` and ``dataset`` set.
@@ -103,30 +103,10 @@ class MemoryDataset:
             digest.update(b"\n")
         self._fingerprint = digest.hexdigest()
 
-    @property
-    def tag(self) -> str:
-        """The dataset tag."""
-        return self._tag
 
-    @property
-    def family(self) -> str:
-        """The family of every example (``code``)."""
-        return self._family
 
-    @property
-    def primary_score(self) -> str:
-        """The score that decides whether an example passed (``pass_at_1``)."""
-        return PRIMARY_SCORE[self._family]
 
-    @property
-    def fingerprint(self) -> str:
-        """The sha256 of the examples' canonical JSON."""
-        return self._fingerprint
 
-    @property
-    def ids(self) -> list[str]:
-        """The example ids, in order (the dataset's own list: do not mutate it)."""
-        return self._ids
 
     @property
     def source(self) -> str:

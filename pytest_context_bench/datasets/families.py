@@ -303,3 +303,42 @@ def _describe_error(error: ValidationError, family: str) -> str:
             f"field {format_field(error.absolute_path)!r} is invalid: {error.message}"
         )
     return f"the example is invalid: {error.message}"
+
+
+class DatasetBase:
+    """The identity half of the ``Dataset`` protocol, shared by every built-in dataset.
+
+    Subclasses set ``_tag``, ``_family``, ``_fingerprint`` and ``_ids`` and add
+    ``__len__``, ``__getitem__`` and ``location``.
+    """
+
+    _tag: str
+    _family: str
+    _fingerprint: str
+    _ids: list[str]
+
+    @property
+    def tag(self) -> str:
+        """The dataset tag (the name in item ids and per-dataset results)."""
+        return self._tag
+
+    @property
+    def family(self) -> str:
+        """The family every example belongs to (``qa``, ``code``...)."""
+        return self._family
+
+    @property
+    def primary_score(self) -> str:
+        """The score field that decides whether an example passed (``f1`` for qa)."""
+        return PRIMARY_SCORE[self._family]
+
+    @property
+    def fingerprint(self) -> str:
+        """The sha256 (hex) of the dataset's content."""
+        return self._fingerprint
+
+    @property
+    def ids(self) -> list[str]:
+        """The example ids, in order; the dataset's own list, returned without a copy
+        so that ``ids[i]`` stays O(1) per example: do not mutate it."""
+        return self._ids

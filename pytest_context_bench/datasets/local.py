@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from ..errors import ConfigError, DatasetError
 from .families import (
+    DatasetBase,
     DEFAULT_FAMILY,
     FAMILIES,
     PRIMARY_SCORE,
@@ -56,7 +57,7 @@ _HAS_PREAD: Final = hasattr(os, "pread")
 _CSV_FIELD_LIMIT: Final = 2**31 - 1  # fits a C long everywhere
 
 
-class LocalDataset:
+class LocalDataset(DatasetBase):
     """The examples of one local file; build one with :func:`load_local`.
 
     ``dataset[i]`` returns a new dict on every call (callers may mutate it), with
@@ -97,34 +98,10 @@ class LocalDataset:
         """The file, as given to :func:`load_local`."""
         return self._path
 
-    @property
-    def tag(self) -> str:
-        """The dataset tag: ``tag=`` when given, else the file's stem (``qa`` for ``data/qa.jsonl``)."""
-        return self._tag
 
-    @property
-    def family(self) -> str:
-        """The family every example of the file belongs to (``qa``, ``math``...)."""
-        return self._family
 
-    @property
-    def primary_score(self) -> str:
-        """The score field that decides whether an example passed (``f1`` for qa)."""
-        return PRIMARY_SCORE[self._family]
 
-    @property
-    def fingerprint(self) -> str:
-        """The sha256 (hex) of the file's bytes, as read at load time."""
-        return self._fingerprint
 
-    @property
-    def ids(self) -> list[str]:
-        """The example ids, in file order; no example is read.
-
-        This is the dataset's own list, returned without a copy so that ``ids[i]``
-        stays O(1) for a caller indexing it per example: do not mutate it.
-        """
-        return self._ids
 
     def __len__(self) -> int:
         return len(self._ids)
