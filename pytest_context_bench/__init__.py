@@ -9,6 +9,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .engine import evaluate, run_example
+from .memory import evaluate_memory
 from .errors import ConfigError, CtxBenchError, DatasetError, SystemLoadError
 from .results import EvalResult, EvalRow
 from .types import Evaluator, MemorySystem, Metric, System
@@ -16,6 +17,7 @@ from .types import Evaluator, MemorySystem, Metric, System
 __all__ = [
     "__version__",
     "evaluate",
+    "evaluate_memory",
     "run_example",
     "EvalRow",
     "EvalResult",

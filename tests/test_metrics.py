@@ -76,6 +76,7 @@ def test_exports() -> None:
         "CostOfPass",
         "Latency",
         "PerDatasetBreakdown",
+        "PerQATypeMetric",
         "ParetoRank",
         "ErrorRate",
         "summarize",

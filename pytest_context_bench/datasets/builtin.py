@@ -370,7 +370,11 @@ def _dataset(tag: str, records: list[dict[str, Any]], source: str) -> MemoryData
 
 
 def register() -> None:
-    """Register ``humaneval`` and ``mbpp`` (the package's own entry point)."""
+    """Register ``humaneval``, ``mbpp`` and ``locomo`` (the package's own entry point)."""
+    # Imported here: datasets.memory imports helpers from this module when it loads.
+    from .memory import register as register_memory
+
+    register_memory()
     register_dataset(
         "humaneval", load_humaneval, family=_FAMILY,
         description="HumanEval: 164 Python functions to complete, run against their "

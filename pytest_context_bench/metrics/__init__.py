@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import quality
 from .latency import Latency
+from .per_qa_type import PerQATypeMetric
 from .scores import ErrorRate, MeanScore, PassRate, PerDatasetBreakdown, row_score
 from .summary import default_metrics, summarize
 from .token_stats import CompressionRatio, CostOfPass, ParetoRank
@@ -23,6 +24,7 @@ __all__ = [
     "ParetoRank",
     "PassRate",
     "PerDatasetBreakdown",
+    "PerQATypeMetric",
     "default_metrics",
     "quality",
     "row_score",

@@ -1,0 +1,340 @@
+"""Memory benchmarks: :func:`evaluate_memory` runs MemorySystems over conversations.
+
+A memory benchmark example is one conversation with questions about it (family
+``memory``, e.g. the ``locomo`` dataset)::
+
+    {"id": "conv-1", "dataset": "locomo",
+     "turns": [{"role": "user", "content": "..."}, ...],
+     "qa_pairs": [{"question": "...", "answer": "...", "type": "temporal"}, ...]}
+
+For each system and each conversation, in order: ``reset()``, ``ingest(turns)``
+(timed as ``ingest_latency``), then ``query(question)`` once per QA pair (timed as
+the row's ``latency``). Each QA pair gives one :class:`~pytest_context_bench.EvalRow`
+with ``example_id`` ``f"{conversation_id}_{j}"`` (``j`` counts from 0).
+
+Failures never stop the run. A ``reset`` or ``ingest`` that raises is the error of
+every QA row of that conversation (no question is asked of a system that failed to
+ingest); a ``query`` that raises is the error of its row only. Errors are recorded
+in ``row.error`` with ``where`` set to ``system:reset``, ``system:ingest`` or
+``system:query`` (``evaluator:<name>`` for an evaluator).
+
+Token accounting, in tokens of the run's tokenizer (upstream counted
+whitespace-separated words):
+
+* ``input_tokens``: the system's ``last_context_tokens`` after the query, when it
+  has that attribute and it holds a number; else the tokens of every turn's content
+  (what a system that sends the whole history would spend);
+* ``output_tokens``: the tokens of the answer (0 when the query failed).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .engine import _error, _examples, _primary_for, check_unique_names, score_processed
+from .errors import ConfigError, SystemLoadError
+from .results import EvalResult, EvalRow
+from .tokens import count_fields, count_tokens, get_tokenizer
+from .types import Evaluator, Metric
+
+__all__ = ["evaluate_memory", "context_snippet", "SNIPPET_CHARS"]
+
+#: The character budget of the ``context`` snippet evaluators see.
+SNIPPET_CHARS = 3000
+
+
+def context_snippet(
+    turns: Sequence[dict[str, Any]], budget: int = SNIPPET_CHARS
+) -> str:
+    """The most recent turns as ``ROLE: content`` lines, within ``budget`` characters.
+
+    Filled from the last turn backwards; the last turn is always included, even
+    when it alone is longer than the budget (as upstream).
+
+    :param turns: the conversation's ``{role, content}`` turns.
+    :param budget: the most characters the snippet may hold (newlines included).
+    """
+    lines: list[str] = []
+    used = 0
+    for turn in reversed(turns):
+        line = f"{str(turn.get('role', 'user')).upper()}: {turn.get('content', '')}"
+        cost = len(line) + (1 if lines else 0)
+        if lines and used + cost > budget:
+            break
+        lines.append(line)
+        used += cost
+    return "\n".join(reversed(lines))
+
+
+def _check_memory_system(obj: Any, *, origin: str) -> None:
+    """Raise SystemLoadError unless ``obj`` has the MemorySystem attributes."""
+    missing = [
+        m for m in ("reset", "ingest", "query") if not callable(getattr(obj, m, None))
+    ]
+    if missing:
+        raise SystemLoadError(
+            f"memory system {origin!r} ({type(obj).__name__}) has no"
+            f" {', '.join(m + '()' for m in missing)}; a MemorySystem needs `name`,"
+            " `reset()`, `ingest(turns)` and `query(question) -> str`."
+        )
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str) or not name:
+        raise SystemLoadError(
+            f"memory system {origin!r} ({type(obj).__name__}) needs a non-empty str"
+            f" `name` attribute, got {name!r}."
+        )
+
+
+class _Conversation:
+    """One validated conversation, with what every system's run shares."""
+
+    __slots__ = ("id", "dataset", "turns", "pairs", "field", "snippet", "turn_tokens")
+
+    def __init__(
+        self,
+        example: dict[str, Any],
+        index: int,
+        source: Any,
+        score_field: str | None,
+        tok: Callable[[str], int],
+    ) -> None:
+        where = f"conversation {index} (id {example.get('id')!r})"
+        turns = example.get("turns")
+        pairs = example.get("qa_pairs")
+        if not isinstance(turns, list) or not all(isinstance(t, dict) for t in turns):
+            raise ConfigError(
+                f"{where}: 'turns' must be a list of {{'role', 'content'}} dicts; a"
+                " memory example is {'id', 'turns', 'qa_pairs', 'dataset'}."
+            )
+        if not isinstance(pairs, list):
+            raise ConfigError(
+                f"{where}: 'qa_pairs' must be a list of {{'question', 'answer', 'type'}}"
+                " dicts."
+            )
+        for j, pair in enumerate(pairs):
+            if not isinstance(pair, dict) or not isinstance(pair.get("question"), str):
+                raise ConfigError(f"{where}: qa_pairs[{j}] has no 'question' string.")
+        self.id = str(example.get("id", index))
+        self.dataset = str(example.get("dataset", "") or "")
+        self.turns: list[dict[str, Any]] = turns
+        self.pairs: list[dict[str, Any]] = pairs
+        self.field = score_field or _primary_for(example, source)
+        self.snippet = context_snippet(turns)
+        self.turn_tokens = count_fields({"turns": turns}, ("turns",), tok)
+
+    def pseudo(self, j: int) -> dict[str, Any]:
+        """The example evaluators see for QA pair ``j``."""
+        pair = self.pairs[j]
+        example: dict[str, Any] = {
+            "id": f"{self.id}_{j}",
+            "dataset": self.dataset,
+            "question": pair["question"],
+            "context": self.snippet,
+        }
+        # No gold: leave the key out, so evaluators return {} (never a made-up score).
+        if pair.get("answer") is not None:
+            example["answer"] = pair["answer"]
+        return example
+
+
+def _reported_tokens(system: Any) -> int | None:
+    value = getattr(system, "last_context_tokens", None)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value):
+        return None
+    return max(0, int(value))
+
+
+def _run_conversation(
+    system: Any,
+    conv: _Conversation,
+    evaluators: Sequence[Evaluator],
+    tok: Callable[[str], int],
+) -> list[EvalRow]:
+    failure: dict[str, str] | None = None
+    ingest_latency = 0.0
+    try:
+        system.reset()
+    except Exception as exc:  # noqa: BLE001 (recorded in every row of the conversation)
+        failure = _error(exc, "system:reset")
+    if failure is None:
+        start = time.perf_counter()
+        try:
+            # Copies, so a system that edits the turns cannot change the dataset.
+            system.ingest([dict(t) for t in conv.turns])
+        except Exception as exc:  # noqa: BLE001 (recorded, the run goes on)
+            failure = _error(exc, "system:ingest")
+        ingest_latency = time.perf_counter() - start
+
+    rows: list[EvalRow] = []
+    for j, pair in enumerate(conv.pairs):
+        pseudo = conv.pseudo(j)
+        query_latency = 0.0
+        input_tokens = conv.turn_tokens
+        output_tokens = 0
+        if failure is not None:
+            row, _ = score_processed(
+                pseudo,
+                None,
+                evaluators,
+                system=system.name,
+                score_field=conv.field,
+                text_fields=(),
+                tokenizer=tok,
+                error=dict(failure),
+            )
+        else:
+            answer: Any = None
+            error: dict[str, str] | None = None
+            start = time.perf_counter()
+            try:
+                answer = system.query(pair["question"])
+            except Exception as exc:  # noqa: BLE001 (recorded in this row)
+                error = _error(exc, "system:query")
+            query_latency = time.perf_counter() - start
+            processed = None if error is not None else {**pseudo, "response": answer}
+            # text_fields=() : the tokens of a memory row are set below, not from
+            # the pseudo example's fields.
+            row, _ = score_processed(
+                pseudo,
+                processed,
+                evaluators,
+                system=system.name,
+                latency=query_latency,
+                score_field=conv.field,
+                text_fields=(),
+                tokenizer=tok,
+                error=error,
+            )
+            if error is None:
+                reported = _reported_tokens(system)
+                if reported is not None:
+                    input_tokens = reported
+                if answer is not None:
+                    output_tokens = count_tokens(str(answer), tok)
+        row.input_tokens = input_tokens
+        row.output_tokens = output_tokens
+        row.metadata.update(
+            qa_type=str(pair.get("type") or "unknown"),
+            ingest_latency=ingest_latency,
+            query_latency=query_latency,
+            conversation_id=conv.id,
+            turn_count=len(conv.turns),
+        )
+        rows.append(row)
+    return rows
+
+
+def evaluate_memory(
+    systems: Any,
+    dataset: Any,
+    evaluators: Sequence[Evaluator] | None = None,
+    metrics: Sequence[Metric] | None = None,
+    max_examples: int | None = None,
+    progress: bool = True,
+    *,
+    tokenizer: Any = None,
+    threshold: float = 0.7,
+    score_field: str | None = None,
+) -> EvalResult:
+    """Run every MemorySystem on every conversation and aggregate.
+
+    :param systems: a MemorySystem or a list of them (``name``, ``reset()``,
+        ``ingest(turns)``, ``query(question) -> str``, optionally
+        ``last_context_tokens``); names must be unique.
+    :param dataset: a spec (``"locomo"``, ``"locomo:temporal"``, a file of
+        conversations), a loaded dataset, or any iterable of conversation dicts
+        (``id``, ``turns``, ``qa_pairs``, ``dataset``).
+    :param evaluators: default :class:`~pytest_context_bench.evaluators.AnswerQuality`
+        (add a ``MemoryJudge`` to have answers judged by an LLM).
+    :param metrics: default the standard metrics
+        (:func:`~pytest_context_bench.metrics.default_metrics`) plus
+        :class:`~pytest_context_bench.metrics.per_qa_type.PerQATypeMetric`.
+    :param max_examples: keep the first N conversations.
+    :param progress: print a progress line to stderr every 10% of a system's
+        conversations.
+    :param tokenizer: a tokenizer spec or ``str -> int`` callable (default tiktoken
+        cl100k_base, offline).
+    :param threshold: pass threshold used by the default metrics.
+    :param score_field: overrides every row's primary score field (``f1`` for
+        memory datasets).
+    :return: one row per (system, conversation, QA pair), in system, conversation
+        and question order.
+    :raises SystemLoadError: a system lacks a MemorySystem attribute, or two share a
+        name.
+    :raises ConfigError: a bad argument or a conversation that is not
+        ``{turns, qa_pairs}``, before any system runs.
+    """
+    from .metrics import default_metrics, summarize
+    from .metrics.per_qa_type import PerQATypeMetric
+    from .tokens import resolve_tokenizer
+
+    system_list = list(systems) if isinstance(systems, (list, tuple)) else [systems]
+    if not system_list:
+        raise ConfigError("evaluate_memory() needs at least one memory system.")
+    for i, s in enumerate(system_list):
+        _check_memory_system(s, origin=f"systems[{i}]")
+    check_unique_names(system_list)
+    if max_examples is not None and max_examples < 0:
+        raise ConfigError(f"max_examples must be >= 0, got {max_examples}.")
+    tok = resolve_tokenizer(tokenizer) if tokenizer is not None else get_tokenizer()
+    examples, source = _examples(dataset, max_examples)
+    conversations = [
+        _Conversation(ex, i, source, score_field, tok) for i, ex in enumerate(examples)
+    ]
+    seen: set[str] = set()
+    for conv in conversations:
+        if conv.id in seen:
+            raise ConfigError(
+                f"two conversations have the id {conv.id!r}; their rows would share"
+                " example ids. Give each conversation a distinct 'id'."
+            )
+        seen.add(conv.id)
+
+    if evaluators is None:
+        from .evaluators import AnswerQuality
+
+        evs: list[Evaluator] = [AnswerQuality()]
+    else:
+        evs = list(evaluators)
+    n_datasets = len({c.dataset for c in conversations})
+    mets: list[Metric] = (
+        list(metrics)
+        if metrics is not None
+        else [
+            *default_metrics(
+                score_field,
+                threshold,
+                n_datasets=n_datasets,
+                n_systems=len(system_list),
+            ),
+            PerQATypeMetric(score_field=score_field),
+        ]
+    )
+
+    rows: list[EvalRow] = []
+    timing: dict[str, float] = {}
+    total = len(conversations)
+    step = max(1, total // 10)
+    for system in system_list:
+        start = time.perf_counter()
+        for done, conv in enumerate(conversations, 1):
+            rows.extend(_run_conversation(system, conv, evs, tok))
+            if progress and (done % step == 0 or done == total):
+                print(f"  {system.name}: {done}/{total} conversations", file=sys.stderr)
+        timing[system.name] = time.perf_counter() - start
+
+    names = [s.name for s in system_list]
+    config = {
+        "systems": names,
+        "evaluators": [getattr(e, "name", type(e).__name__) for e in evs],
+        "metrics": [getattr(m, "name", type(m).__name__) for m in mets],
+        "num_examples": total,
+        "num_questions": sum(len(c.pairs) for c in conversations),
+    }
+    return EvalResult(rows, summarize(rows, mets, names), timing, config, mets)
