@@ -150,12 +150,8 @@ def _reported_tokens(system: Any) -> int | None:
     return max(0, int(value))
 
 
-def _run_conversation(
-    system: Any,
-    conv: _Conversation,
-    evaluators: Sequence[Evaluator],
-    tok: Callable[[str], int],
-) -> list[EvalRow]:
+def ingest_conversation(system: Any, conv: _Conversation) -> tuple[dict[str, str] | None, float]:
+    """``reset()`` then ``ingest(turns)``: the failure (or ``None``) and the ingest time."""
     failure: dict[str, str] | None = None
     ingest_latency = 0.0
     try:
@@ -170,64 +166,94 @@ def _run_conversation(
         except Exception as exc:  # noqa: BLE001 (recorded, the run goes on)
             failure = _error(exc, "system:ingest")
         ingest_latency = time.perf_counter() - start
+    return failure, ingest_latency
 
-    rows: list[EvalRow] = []
-    for j, pair in enumerate(conv.pairs):
-        pseudo = conv.pseudo(j)
-        query_latency = 0.0
-        input_tokens = conv.turn_tokens
-        output_tokens = 0
-        if failure is not None:
-            row, _ = score_processed(
-                pseudo,
-                None,
-                evaluators,
-                system=system.name,
-                score_field=conv.field,
-                text_fields=(),
-                tokenizer=tok,
-                error=dict(failure),
-            )
-        else:
-            answer: Any = None
-            error: dict[str, str] | None = None
-            start = time.perf_counter()
-            try:
-                answer = system.query(pair["question"])
-            except Exception as exc:  # noqa: BLE001 (recorded in this row)
-                error = _error(exc, "system:query")
-            query_latency = time.perf_counter() - start
-            processed = None if error is not None else {**pseudo, "response": answer}
-            # text_fields=() : the tokens of a memory row are set below, not from
-            # the pseudo example's fields.
-            row, _ = score_processed(
-                pseudo,
-                processed,
-                evaluators,
-                system=system.name,
-                latency=query_latency,
-                score_field=conv.field,
-                text_fields=(),
-                tokenizer=tok,
-                error=error,
-            )
-            if error is None:
-                reported = _reported_tokens(system)
-                if reported is not None:
-                    input_tokens = reported
-                if answer is not None:
-                    output_tokens = count_tokens(str(answer), tok)
-        row.input_tokens = input_tokens
-        row.output_tokens = output_tokens
-        row.metadata.update(
-            qa_type=str(pair.get("type") or "unknown"),
-            ingest_latency=ingest_latency,
-            query_latency=query_latency,
-            conversation_id=conv.id,
-            turn_count=len(conv.turns),
+
+def ask_question(
+    system: Any,
+    conv: _Conversation,
+    j: int,
+    evaluators: Sequence[Evaluator],
+    tok: Callable[[str], int],
+    failure: dict[str, str] | None,
+    ingest_latency: float,
+) -> tuple[EvalRow, BaseException | None]:
+    """Ask QA pair ``j`` of an ingested conversation and score the answer.
+
+    :param failure: the ingestion's failure, which becomes this row's error.
+    :returns: the row, and the exception the query or an evaluator raised.
+    """
+    pair = conv.pairs[j]
+    pseudo = conv.pseudo(j)
+    query_latency = 0.0
+    input_tokens = conv.turn_tokens
+    output_tokens = 0
+    raised: BaseException | None = None
+    if failure is not None:
+        row, _ = score_processed(
+            pseudo,
+            None,
+            evaluators,
+            system=system.name,
+            score_field=conv.field,
+            text_fields=(),
+            tokenizer=tok,
+            error=dict(failure),
         )
-        rows.append(row)
-    return rows
+    else:
+        answer: Any = None
+        error: dict[str, str] | None = None
+        start = time.perf_counter()
+        try:
+            answer = system.query(pair["question"])
+        except Exception as exc:  # noqa: BLE001 (recorded in this row)
+            error = _error(exc, "system:query")
+            raised = exc
+        query_latency = time.perf_counter() - start
+        processed = None if error is not None else {**pseudo, "response": answer}
+        # text_fields=() : the tokens of a memory row are set below, not from
+        # the pseudo example's fields.
+        row, ev_raised = score_processed(
+            pseudo,
+            processed,
+            evaluators,
+            system=system.name,
+            latency=query_latency,
+            score_field=conv.field,
+            text_fields=(),
+            tokenizer=tok,
+            error=error,
+        )
+        raised = raised or ev_raised
+        if error is None:
+            reported = _reported_tokens(system)
+            if reported is not None:
+                input_tokens = reported
+            if answer is not None:
+                output_tokens = count_tokens(str(answer), tok)
+    row.input_tokens = input_tokens
+    row.output_tokens = output_tokens
+    row.metadata.update(
+        qa_type=str(pair.get("type") or "unknown"),
+        ingest_latency=ingest_latency,
+        query_latency=query_latency,
+        conversation_id=conv.id,
+        turn_count=len(conv.turns),
+    )
+    return row, raised
+
+
+def _run_conversation(
+    system: Any,
+    conv: _Conversation,
+    evaluators: Sequence[Evaluator],
+    tok: Callable[[str], int],
+) -> list[EvalRow]:
+    failure, ingest_latency = ingest_conversation(system, conv)
+    return [
+        ask_question(system, conv, j, evaluators, tok, failure, ingest_latency)[0]
+        for j in range(len(conv.pairs))
+    ]
 
 
 def evaluate_memory(

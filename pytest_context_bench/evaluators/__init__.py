@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .answer_quality import AnswerQuality
 from .code_execution import CodeExecution
 from .ifeval import IFEvalChecker
+from .judges import AnswerCorrectness, JudgeError, LLMJudge, MemoryJudge
 from .math_equivalence import MathEquivalence
 from .multiple_choice import MultipleChoiceAccuracy, extract_choice
 from .nli import NLILabelMatch, extract_label
@@ -21,6 +22,10 @@ from .summarization import SummarizationQuality
 
 __all__ = [
     "AnswerQuality",
+    "AnswerCorrectness",
+    "JudgeError",
+    "LLMJudge",
+    "MemoryJudge",
     "CodeExecution",
     "IFEvalChecker",
     "MathEquivalence",
@@ -61,7 +66,10 @@ def evaluators_for(
 
     :param families: dataset families (``qa``, ``code``, ...).
     :param options: constructor keyword arguments per evaluator name, e.g.
-        ``{"code_execution": {"timeout": 5.0}}``.
+        ``{"code_execution": {"timeout": 5.0}}``. A ``"judge"`` entry
+        (``{"base_url": ..., "model": ...}``) adds a judge to every family: MemoryJudge
+        for ``memory``, LLMJudge for the others (as seed 001: "any dataset when
+        --judge-url is provided").
 
     Evaluators are shared within a process per (class, options): CodeExecution keeps
     a pre-started sandbox parent, which every example of the run reuses.
@@ -80,4 +88,14 @@ def evaluators_for(
                 if ev is None:
                     ev = _shared[key] = factory(**kwargs)
             out.append(ev)
+    judge = (options or {}).get("judge")
+    if judge:
+        fams = set(families)
+        judge_class: Callable[..., Any] = MemoryJudge if fams == {"memory"} else LLMJudge
+        key = (judge_class, tuple(sorted(judge.items())))
+        with _shared_lock:
+            ev = _shared.get(key)
+            if ev is None:
+                ev = _shared[key] = judge_class(**judge)
+        out.append(ev)
     return out

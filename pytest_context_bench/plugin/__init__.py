@@ -87,8 +87,16 @@ def pytest_configure(config: pytest.Config) -> None:
         # which run pytest_configure too).
         os.environ["CTXBENCH_DATA_DIR"] = str(settings.data_dir)
     try:
-        if settings.systems:
-            state.systems = tuple(load_system(path) for path in settings.systems)
+        systems = [load_system(path) for path in settings.systems]
+        if settings.proxies:
+            from ..systems import OpenAIProxy
+
+            systems += [
+                OpenAIProxy(url, model=settings.model, name=name)
+                for url, name in settings.proxies
+            ]
+        if systems:
+            state.systems = tuple(systems)
             check_unique_names(state.systems)
     except CtxBenchError as exc:
         raise pytest.UsageError(f"{settings.where[SYSTEM.dest]}: {_one_line(exc)}") from None

@@ -104,6 +104,27 @@ TEXT_FIELDS = _opt(
     "FIELDS",
 )
 
+PROXY = _opt(
+    "proxy",
+    "list",
+    "OpenAI-compatible endpoint to test as a System, repeatable (with or without"
+    " /v1). The API key comes from OPENAI_API_KEY",
+    "URL",
+)
+PROXY_NAME = _opt(
+    "proxy-name", "list", "Name of each --ctxbench-proxy, in the same order", "NAME"
+)
+MODEL = _opt(
+    "model", "str", "Model sent to every --ctxbench-proxy. Default: gpt-3.5-turbo", "MODEL"
+)
+JUDGE_URL = _opt(
+    "judge-url",
+    "str",
+    "OpenAI-compatible endpoint of an LLM judge: adds LLMJudge (MemoryJudge for"
+    " memory datasets) to every dataset",
+    "URL",
+)
+JUDGE_MODEL = _opt("judge-model", "str", "Model of the judge. Default: gpt-4", "MODEL")
 TASK = _opt(
     "task",
     "str",
@@ -151,6 +172,11 @@ OPTIONS: tuple[Option, ...] = (
     JSON,
     TOKENIZER,
     TEXT_FIELDS,
+    PROXY,
+    PROXY_NAME,
+    MODEL,
+    JUDGE_URL,
+    JUDGE_MODEL,
     TASK,
     DATA_DIR,
     CODE_TIMEOUT,
@@ -250,6 +276,8 @@ class Settings:
     where: dict[str, str] = field(default_factory=dict)
     data_dir: Path | None = None
     task: str | None = None
+    proxies: tuple[tuple[str, str | None], ...] = ()
+    model: str = "gpt-3.5-turbo"
     #: evaluator name -> constructor keyword arguments (from the code-* options)
     evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -325,9 +353,44 @@ class Settings:
                 raise pytest.UsageError(
                     f"{DATA_DIR.where(data_cli)} must be an existing directory, given: {data_raw!r}"
                 )
+        proxies_raw, proxy_cli = get(PROXY)
+        names_raw, names_cli = get(PROXY_NAME)
+        urls = [str(u).strip() for u in proxies_raw]
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise pytest.UsageError(
+                    f"{PROXY.where(proxy_cli)} must be an http(s) URL such as"
+                    f" http://localhost:7878, given: {url!r}"
+                )
+        names = [str(n).strip() for n in names_raw]
+        if names and len(names) != len(urls):
+            raise pytest.UsageError(
+                f"{PROXY_NAME.where(names_cli)} was given {len(names)} time(s) for"
+                f" {len(urls)} {PROXY.flag}; give one name per proxy, in order"
+            )
+        proxies: tuple[tuple[str, str | None], ...] = tuple(
+            (url, names[i] if names else None) for i, url in enumerate(urls)
+        )
+        model_raw, _ = get(MODEL)
+        judge_url, judge_cli = get(JUDGE_URL)
+        judge_model, jm_cli = get(JUDGE_MODEL)
+        if judge_model and not judge_url:
+            raise pytest.UsageError(
+                f"{JUDGE_MODEL.where(jm_cli)} needs {JUDGE_URL.flag} (the judge's endpoint)"
+            )
+        if judge_url and not str(judge_url).startswith(("http://", "https://")):
+            raise pytest.UsageError(
+                f"{JUDGE_URL.where(judge_cli)} must be an http(s) URL, given: {judge_url!r}"
+            )
         task_raw, task_cli = get(TASK)
         task = _check_family(task_raw, TASK.where(task_cli)) if task_raw else None
         code: dict[str, Any] = {}
+        evaluator_options: dict[str, dict[str, Any]] = {}
+        if judge_url:
+            evaluator_options["judge"] = {
+                "base_url": str(judge_url).strip(),
+                "model": str(judge_model or "gpt-4").strip(),
+            }
         raw, from_cli = get(CODE_TIMEOUT)
         if raw is not None:
             code["timeout"] = parse_float(raw, CODE_TIMEOUT.where(from_cli), lo=0.0, open_lo=True)
@@ -357,7 +420,9 @@ class Settings:
             where=where,
             data_dir=data_dir,
             task=task,
-            evaluator_options={"code_execution": code} if code else {},
+            evaluator_options={**evaluator_options, **({"code_execution": code} if code else {})},
+            proxies=proxies,
+            model=str(model_raw or "gpt-3.5-turbo").strip(),
             text_fields=text_fields,
         )
 

@@ -1,0 +1,597 @@
+"""Evaluators that ask an LLM: LLMJudge, MemoryJudge and AnswerCorrectness.
+
+All three talk to an OpenAI-compatible endpoint through
+:class:`~pytest_context_bench.llm.LLMClient` (bounded retries, backoff, key never
+shown), send ``temperature=0`` and cache nothing.
+
+Failures are not scores. Upstream turned an unreachable judge or an unreadable reply
+into 0.0 ("every answer is terrible", UPSTREAM.md §7.1 item 11); here
+:class:`LLMJudge` and :class:`AnswerCorrectness` raise, so the engine records an error
+for that row. :class:`MemoryJudge` keeps its documented 0.0 on failure, and says so in
+its details (``row.metadata["memory_judge"]["judge_error"]``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import ConfigError, CtxBenchError
+from ..llm import LLMClient, LLMError
+
+__all__ = [
+    "AnswerCorrectness",
+    "JudgeError",
+    "LLMJudge",
+    "MemoryJudge",
+    "fbeta",
+    "parse_rating",
+    "parse_yes_no",
+]
+
+_REPLY_SNIPPET = 200
+
+
+class JudgeError(CtxBenchError, ValueError):
+    """A judge's reply could not be read (no valid rating, malformed JSON)."""
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        # Several gold answers: the judge sees them all.
+        return " | ".join(_text(v) for v in value)
+    return str(value)
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _REPLY_SNIPPET else text[:_REPLY_SNIPPET] + "…"
+
+
+# -- LLMJudge ---------------------------------------------------------------------------
+
+# A digit 1-5 that is not part of a longer number ("10", "3.5", "15").
+_D = r"([1-5])(?!\d|[.,]\d)"
+_RATING_PATTERNS = (
+    re.compile(rf"^\W*{_D}\W*$"),  # the whole reply: "4", "**4**", "4."
+    re.compile(
+        rf"(?<![\d.]){_D}\s*(?:/|out\s+of)\s*5\b", re.IGNORECASE
+    ),  # "4/5", "4 out of 5"
+    re.compile(
+        rf"\b(?:rating|score|grade)\b\W{{0,4}}(?:is\W{{0,3}})?{_D}", re.IGNORECASE
+    ),
+    re.compile(rf"\*\*\s*{_D}\s*\*\*"),  # "**4**" in a sentence
+    re.compile(rf"^\s*{_D}(?=\s*(?:[-:)]|\s|$))"),  # "4 - minor issues", "4) ..."
+)
+
+
+def parse_rating(reply: str) -> int:
+    """The 1-5 rating in a judge's reply, read strictly.
+
+    Accepted forms: a bare digit (``"4"``, ``"**4**"``), ``"4/5"``, ``"4 out of 5"``,
+    ``"Rating: 4"``, ``"Score is 4"``, a bold digit in a sentence, and a leading digit
+    followed by a separator (``"4 - minor issues"``). A digit belonging to a longer
+    number never counts (``"Rating: 10"`` or ``"3.5"`` is no rating, where upstream read
+    them as 1 and 3), and two different ratings in one reply are ambiguous.
+
+    :param reply: the judge's text.
+    :raises JudgeError: when there is no valid rating, or more than one.
+    """
+    found = {
+        int(m.group(1)) for p in _RATING_PATTERNS for m in p.finditer(reply.strip())
+    }
+    if len(found) == 1:
+        return found.pop()
+    what = "no 1-5 rating" if not found else f"ambiguous ratings {sorted(found)}"
+    raise JudgeError(f"the judge's reply has {what}: {_snippet(reply)!r}")
+
+
+_LLM_JUDGE_PROMPT = """\
+You are an expert judge evaluating the quality of an AI assistant's answer.
+
+[Question]
+{question}
+
+[Reference Answer]
+{reference}
+
+[Assistant's Response]
+{response}
+
+Rate the response against the reference answer on a scale of 1 to 5:
+1 = wrong or irrelevant
+2 = major errors
+3 = partially correct, misses key details
+4 = correct with minor issues
+5 = fully correct and complete
+
+Reply with only the rating, a single integer from 1 to 5."""
+
+
+class LLMJudge:
+    """An LLM rates the response from 1 to 5 against the reference; key ``judge_score``.
+
+    ``judge_score = (rating - 1) / 4``, so 0.0, 0.25, 0.5, 0.75 or 1.0.
+
+    Reads ``original["question"]`` (else ``original["context"]``),
+    ``original["answer"]`` and ``processed["response"]``. Returns ``{}`` when the
+    example has no answer, or neither question nor context, or there is no
+    ``response`` key. A blank response scores 0.0 without calling the judge. A reply
+    without a valid rating (see :func:`parse_rating`) raises :class:`JudgeError`, and a
+    judge that fails after its retries raises
+    :class:`~pytest_context_bench.llm.LLMError`: the row becomes an error, never a
+    silent 0.
+
+    :param base_url: the judge's OpenAI-compatible endpoint, with or without ``/v1``.
+    :param model: the judge model.
+    :param api_key: bearer token; ``None`` reads ``OPENAI_API_KEY``.
+    :param timeout: seconds per attempt.
+    :param max_retries: retries after the first attempt.
+    :param retry_base_delay: the first backoff delay in seconds.
+    :param max_tokens: the reply budget.
+    :param client: an :class:`LLMClient` to use instead of building one.
+    """
+
+    name = "llm_judge"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "gpt-4",
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        retry_base_delay: float = 1.0,
+        max_tokens: int = 16,
+        client: LLMClient | None = None,
+    ) -> None:
+        self.model = model
+        self.max_tokens = max_tokens
+        self.client = client or LLMClient(
+            base_url,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_base_delay=retry_base_delay,
+        )
+
+    def __repr__(self) -> str:
+        return f"LLMJudge(model={self.model!r}, client={self.client!r})"
+
+    def score(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> dict[str, float]:
+        """Rate one response.
+
+        :param original: the example (``question`` or ``context``, ``answer``).
+        :param processed: the System's output (``response``).
+        :raises JudgeError: when the reply has no valid rating.
+        :raises LLMError: when the judge cannot be reached after its retries.
+        """
+        question = original.get("question")
+        if question is None:
+            question = original.get("context")
+        answer = original.get("answer")
+        if (
+            question is None
+            or answer is None
+            or answer == []
+            or "response" not in processed
+        ):
+            return {}
+        response = _text(processed["response"])
+        if not response.strip():
+            return {"judge_score": 0.0}
+        prompt = _LLM_JUDGE_PROMPT.format(
+            question=_text(question), reference=_text(answer), response=response
+        )
+        reply = self.client.chat(
+            [{"role": "user", "content": prompt}],
+            self.model,
+            temperature=0,
+            max_tokens=self.max_tokens,
+        )
+        rating = parse_rating(reply.text)
+        return {"judge_score": (rating - 1) / 4.0}
+
+
+# -- MemoryJudge ------------------------------------------------------------------------
+
+_YES_NO = re.compile(r"\b(YES|NO)\b", re.IGNORECASE)
+
+
+def parse_yes_no(reply: str) -> bool | None:
+    """``True`` for YES, ``False`` for NO (the first one found), ``None`` for neither.
+
+    :param reply: the judge's text.
+    """
+    match = _YES_NO.search(reply)
+    if match is None:
+        return None
+    return match.group(1).upper() == "YES"
+
+
+_MEMORY_PROMPT = """\
+You are a strict but fair judge of a memory question-answering system.
+
+[Question]
+{question}
+
+[Gold Answer]
+{gold}
+
+[System Answer]
+{response}
+
+The system answer is correct if it conveys the same essential information as the gold \
+answer. Small differences in wording and extra context are acceptable.
+Start your reply with YES or NO, then give a one-sentence reason."""
+
+
+class MemoryJudge:
+    """An LLM says YES/NO: does the answer carry the gold's essential information?
+
+    Keys ``memory_judge`` and ``memory_judge_raw`` (equal; ``raw`` is reserved for
+    partial credit). Rules, in order:
+
+    - no ``question`` or ``answer`` in the example, or no ``response``: ``{}``;
+    - a blank response: both 0.0 (no judge call);
+    - a blank gold answer: both 0.5, a neutral score;
+    - otherwise the judge's first YES or NO gives 1.0 or 0.0.
+
+    As documented for this evaluator, a judge that fails after its retries, or a reply
+    with neither YES nor NO, scores 0.0 instead of raising; :meth:`score_details` then
+    returns ``{"judge_error": ...}``, which the engine stores in
+    ``row.metadata["memory_judge"]`` so judge failures can be counted.
+
+    :param base_url: the relay's OpenAI-compatible endpoint.
+    :param model: the judge model.
+    :param api_key: bearer token; ``None`` reads ``OPENAI_API_KEY``.
+    :param timeout: seconds per attempt.
+    :param max_retries: retries on 429/5xx, timeouts and dropped connections.
+    :param retry_base_delay: the first backoff delay in seconds.
+    :param client: an :class:`LLMClient` to use instead of building one.
+    """
+
+    name = "memory_judge"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "claude-haiku-4-5-20251001",
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        retry_base_delay: float = 1.0,
+        client: LLMClient | None = None,
+    ) -> None:
+        self.model = model
+        self.client = client or LLMClient(
+            base_url,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_base_delay=retry_base_delay,
+        )
+
+    def __repr__(self) -> str:
+        return f"MemoryJudge(model={self.model!r}, client={self.client!r})"
+
+    def score(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> dict[str, float]:
+        """Judge one answer (see the class docstring for the rules).
+
+        :param original: the example (``question``, ``answer``).
+        :param processed: the System's output (``response``).
+        """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """The scores and an explanation: ``{"verdict": "YES"|"NO"}`` or
+        ``{"judge_error": message}`` (plus the reply when there was one).
+
+        :param original: the example (``question``, ``answer``).
+        :param processed: the System's output (``response``).
+        """
+        if original.get("question") is None or original.get("answer") is None:
+            return {}, {}
+        if "response" not in processed:
+            return {}, {}
+        response = _text(processed["response"])
+        if not response.strip():
+            return _both(0.0), {}
+        gold = _text(original["answer"])
+        if not gold.strip():
+            return _both(0.5), {"note": "empty gold answer"}
+        prompt = _MEMORY_PROMPT.format(
+            question=_text(original["question"]), gold=gold, response=response
+        )
+        try:
+            reply = self.client.chat(
+                [{"role": "user", "content": prompt}],
+                self.model,
+                temperature=0,
+                max_tokens=64,
+            )
+        except LLMError as exc:
+            return _both(0.0), {"judge_error": str(exc)}
+        verdict = parse_yes_no(reply.text)
+        if verdict is None:
+            return _both(0.0), {
+                "judge_error": "the judge's reply has neither YES nor NO",
+                "reply": _snippet(reply.text),
+            }
+        return _both(1.0 if verdict else 0.0), {"verdict": "YES" if verdict else "NO"}
+
+
+def _both(value: float) -> dict[str, float]:
+    return {"memory_judge": value, "memory_judge_raw": value}
+
+
+# -- AnswerCorrectness ------------------------------------------------------------------
+
+_STATEMENTS_PROMPT = """\
+Break the answer below into simple, self-contained factual statements. Each statement \
+must be understandable on its own (replace pronouns by what they refer to) and carry \
+one fact. Do not add facts.
+
+Question: {question}
+Answer: {answer}
+
+Reply with JSON only, in this form: {{"statements": ["...", "..."]}}"""
+
+_CLASSIFY_PROMPT = """\
+Given a question, the statements of an answer and the statements of a ground truth, \
+classify every statement:
+- TP (true positive): a statement of the answer supported by the ground truth;
+- FP (false positive): a statement of the answer not supported by the ground truth;
+- FN (false negative): a statement of the ground truth missing from the answer.
+Each answer statement goes to TP or FP; each ground-truth statement not covered by \
+the answer goes to FN.
+
+Question: {question}
+Answer statements: {answer}
+Ground truth statements: {truth}
+
+Reply with JSON only, in this form:
+{{"TP": [{{"statement": "...", "reason": "..."}}], "FP": [...], "FN": [...]}}"""
+
+
+def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
+    """The F-beta score of TP/FP/FN counts; 0.0 when there is no true positive.
+
+    :param tp: true positives.
+    :param fp: false positives.
+    :param fn: false negatives.
+    :param beta: > 1 favours recall, < 1 precision.
+    """
+    if tp == 0:
+        return 0.0
+    precision = tp / (tp + fp)
+    recall = tp / (tp + fn)
+    b2 = beta * beta
+    return (1 + b2) * precision * recall / (b2 * precision + recall)
+
+
+def _json_object(text: str) -> Any:
+    """The JSON object in a reply, tolerating code fences and chatter around it."""
+    stripped = text.strip()
+    fence = re.search(r"```(?:json)?\s*(.*?)```", stripped, re.DOTALL)
+    if fence:
+        stripped = fence.group(1).strip()
+    try:
+        return json.loads(stripped)
+    except ValueError:
+        start, end = stripped.find("{"), stripped.rfind("}")
+        if start < 0 or end <= start:
+            raise
+        return json.loads(stripped[start : end + 1])
+
+
+def _statements(data: Any) -> list[str]:
+    if not isinstance(data, dict) or not isinstance(data.get("statements"), list):
+        raise ValueError('expected {"statements": [...]}')  # noqa: TRY004 (a malformed reply: retried)
+    out = []
+    for item in data["statements"]:
+        if not isinstance(item, str):
+            raise ValueError("a statement is not a string")  # noqa: TRY004 (a malformed reply: retried)
+        if item.strip():
+            out.append(item.strip())
+    return out
+
+
+def _classification(data: Any) -> tuple[int, int, int]:
+    if not isinstance(data, dict):
+        raise ValueError('expected {"TP": [...], "FP": [...], "FN": [...]}')  # noqa: TRY004 (a malformed reply: retried)
+    counts = []
+    for key in ("TP", "FP", "FN"):
+        value = data.get(key, data.get(key.lower()))
+        if not isinstance(value, list):
+            raise ValueError(f"{key!r} is missing or not a list")  # noqa: TRY004 (a malformed reply: retried)
+        counts.append(len(value))
+    return counts[0], counts[1], counts[2]
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    if len(a) != len(b):
+        raise JudgeError(f"embeddings of different lengths ({len(a)} and {len(b)}).")
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(x * x for x in b))
+    if na == 0.0 or nb == 0.0:
+        raise JudgeError(
+            "an embedding is the zero vector; cosine similarity is undefined."
+        )
+    return sum(x * y for x, y in zip(a, b)) / (na * nb)
+
+
+class AnswerCorrectness:
+    """Ragas-style answer correctness: F-beta of statements, blended with similarity.
+
+    Keys ``answer_correctness`` (the weighted average), ``answer_factuality`` (the
+    F-beta of the TP/FP/FN statement counts) and ``answer_similarity`` (the cosine
+    similarity of the embeddings of response and reference, clamped to [0, 1]). A
+    component whose weight is 0 is not computed and its key is left out.
+
+    Steps: the LLM splits the response, then the reference, into atomic statements;
+    a second prompt classifies them as TP, FP or FN; one embeddings request embeds the
+    response and the reference. Replies are JSON; a malformed one is asked again once,
+    then :class:`JudgeError` is raised. An endpoint failure raises
+    :class:`~pytest_context_bench.llm.LLMError`. Both make the row an error.
+
+    Returns ``{}`` when the example has no ``answer`` (or a blank one: nothing to
+    compare against) or there is no ``response``; a blank response scores 0.0 on every
+    key without any call. The question (``question``, else ``context``, else empty)
+    is given to the LLM as context.
+
+    :param base_url: the LLM's OpenAI-compatible endpoint.
+    :param model: the chat model that writes and classifies statements.
+    :param embedding_model: the embedding model.
+    :param api_key: bearer token; ``None`` reads ``OPENAI_API_KEY``.
+    :param weights: (factuality, similarity) weights; non-negative, not both zero.
+    :param beta: the F-beta parameter (> 0).
+    :param timeout: seconds per attempt.
+    :param max_retries: retries after the first attempt of each request.
+    :param retry_base_delay: the first backoff delay in seconds.
+    :param embedding_base_url: a separate endpoint for embeddings (default
+        ``base_url``).
+    :param client: an :class:`LLMClient` to use instead of building one.
+    :raises ConfigError: for bad weights or beta.
+    """
+
+    name = "answer_correctness"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "gpt-4o-mini",
+        embedding_model: str = "text-embedding-3-small",
+        api_key: str | None = None,
+        weights: Sequence[float] = (0.75, 0.25),
+        beta: float = 1.0,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        retry_base_delay: float = 1.0,
+        embedding_base_url: str | None = None,
+        client: LLMClient | None = None,
+    ) -> None:
+        w = [float(x) for x in weights]
+        if len(w) != 2:
+            raise ConfigError(
+                f"AnswerCorrectness weights must be two numbers (factuality,"
+                f" similarity), got {list(weights)!r}."
+            )
+        if any(not math.isfinite(x) or x < 0 for x in w) or sum(w) == 0:
+            raise ConfigError(
+                f"AnswerCorrectness weights must be finite, non-negative and not all"
+                f" zero, got {list(weights)!r}; e.g. weights=(0.75, 0.25)."
+            )
+        if not (math.isfinite(beta) and beta > 0):
+            raise ConfigError(
+                f"AnswerCorrectness beta must be a positive number, got {beta!r}."
+            )
+        self.model = model
+        self.embedding_model = embedding_model
+        self.weights = (w[0], w[1])
+        self.beta = float(beta)
+        self.client = client or LLMClient(
+            base_url,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_base_delay=retry_base_delay,
+        )
+        self.embedding_client = (
+            LLMClient(
+                embedding_base_url,
+                api_key,
+                timeout=timeout,
+                max_retries=max_retries,
+                retry_base_delay=retry_base_delay,
+            )
+            if embedding_base_url
+            else self.client
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"AnswerCorrectness(model={self.model!r}, embedding_model="
+            f"{self.embedding_model!r}, weights={self.weights}, beta={self.beta})"
+        )
+
+    def _ask_json(self, prompt: str, read: Any) -> Any:
+        """Ask, parse with ``read``; a malformed reply is asked again once."""
+        problem = ""
+        for _ in range(2):
+            reply = self.client.chat(
+                [{"role": "user", "content": prompt}], self.model, temperature=0
+            )
+            try:
+                return read(_json_object(reply.text))
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                problem = f"{exc}; reply: {_snippet(reply.text)!r}"
+        raise JudgeError(f"the LLM's reply was malformed twice: {problem}")
+
+    def score(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> dict[str, float]:
+        """Score one response against the reference.
+
+        :param original: the example (``answer``; ``question`` or ``context``).
+        :param processed: the System's output (``response``).
+        :raises JudgeError: on a reply malformed twice or an unusable embedding.
+        :raises LLMError: when the endpoint fails after its retries.
+        """
+        answer = original.get("answer")
+        if answer is None or "response" not in processed:
+            return {}
+        reference = _text(answer)
+        if not reference.strip():
+            return {}
+        w_fact, w_sim = self.weights
+        response = _text(processed["response"])
+        if not response.strip():
+            out = {"answer_correctness": 0.0}
+            if w_fact:
+                out["answer_factuality"] = 0.0
+            if w_sim:
+                out["answer_similarity"] = 0.0
+            return out
+        question = _text(original.get("question", original.get("context", "")))
+        scores: dict[str, float] = {}
+        if w_fact:
+            resp_st = self._ask_json(
+                _STATEMENTS_PROMPT.format(question=question, answer=response),
+                _statements,
+            )
+            ref_st = self._ask_json(
+                _STATEMENTS_PROMPT.format(question=question, answer=reference),
+                _statements,
+            )
+            tp, fp, fn = self._ask_json(
+                _CLASSIFY_PROMPT.format(
+                    question=question,
+                    answer=json.dumps(resp_st, ensure_ascii=False),
+                    truth=json.dumps(ref_st, ensure_ascii=False),
+                ),
+                _classification,
+            )
+            scores["answer_factuality"] = fbeta(tp, fp, fn, self.beta)
+        if w_sim:
+            a, b = self.embedding_client.embeddings(
+                [response, reference], self.embedding_model
+            )
+            scores["answer_similarity"] = min(1.0, max(0.0, _cosine(a, b)))
+        total = w_fact * scores.get("answer_factuality", 0.0) + w_sim * scores.get(
+            "answer_similarity", 0.0
+        )
+        return {"answer_correctness": total / (w_fact + w_sim), **scores}

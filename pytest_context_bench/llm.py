@@ -1,0 +1,488 @@
+"""One client for OpenAI-compatible endpoints: chat completions and embeddings.
+
+:class:`LLMClient` is what :class:`~pytest_context_bench.systems.OpenAIProxy` and the
+LLM judges use. It talks to any OpenAI-compatible base URL (vLLM, llama.cpp, Ollama,
+LiteLLM, a compression proxy), with or without a trailing ``/v1``, and:
+
+- retries HTTP 408, 429 and 5xx (except 501 and 505), connect and read timeouts and
+  dropped connections, a bounded number of times, with exponential backoff and jitter;
+  a ``Retry-After`` header (seconds or an HTTP date) is honoured up to a cap;
+- does not retry any other 4xx, an invalid JSON body or a reply of the wrong shape;
+- keeps one pooled :class:`httpx.Client` for all its calls, and at most
+  ``concurrency`` requests in flight at once;
+- raises :class:`LLMError` for every failure, naming the URL (without credentials),
+  the status and what was tried;
+- never lets the API key reach an exception message, a ``repr``, a log line or a
+  returned object (a server echoing the key back has it replaced with ``***``).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timezone
+from types import TracebackType
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from .errors import CtxBenchError
+
+__all__ = ["ChatResult", "LLMClient", "LLMError", "display_url", "normalize_base_url"]
+
+_log = logging.getLogger(__name__)
+
+#: statuses worth another attempt: rate limits, request timeouts, transient 5xx.
+_RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504}) | frozenset(
+    s for s in range(506, 600)
+)
+_SNIPPET = 300
+_REDACTED = "***"
+
+T = TypeVar("T")
+
+
+class LLMError(CtxBenchError):
+    """A call to an LLM endpoint failed (after its retries, when it was retryable).
+
+    The message names the URL (credentials removed), the HTTP status if any and what
+    was tried, e.g. ``"POST http://h:1/v1/chat/completions failed: 4 attempts over
+    2.1 s; last: HTTP 503: overloaded"``. It never contains the API key.
+
+    :param message: the full message.
+    :param url: the endpoint, without credentials.
+    :param status: the last HTTP status, or ``None`` when there was no response.
+    :param attempts: how many requests were sent.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str = "",
+        status: int | None = None,
+        attempts: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class ChatResult:
+    """The outcome of one chat completion.
+
+    :param text: ``choices[0].message.content`` (``""`` when the model sent none).
+    :param usage: ``prompt_tokens`` and ``completion_tokens`` when reported, else ``{}``.
+    :param raw: the whole JSON reply.
+    """
+
+    text: str
+    usage: dict[str, int] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+def normalize_base_url(base_url: str) -> str:
+    """The API root of ``base_url``, always ending in a version segment (``/v1``).
+
+    ``http://h:8000``, ``http://h:8000/`` and ``http://h:8000/v1`` all give
+    ``http://h:8000/v1``; a base already ending in ``/vN`` is kept (upstream appended
+    ``/v1`` blindly and produced ``/v1/v1``).
+
+    :param base_url: the URL the user gave.
+    :raises ValueError: when it is not an http(s) URL.
+    """
+    url = base_url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"LLM base URL {display_url(base_url)!r} is not an http(s) URL;"
+            " give e.g. 'http://localhost:8000' or 'https://api.openai.com/v1'."
+        )
+    if re.search(r"/v\d+$", parts.path):
+        return url
+    return url + "/v1"
+
+
+def display_url(url: str) -> str:
+    """``url`` without user info and query string, safe to print.
+
+    :param url: any URL.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<invalid URL>"
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = f"{host}:{port}" if port is not None else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delta seconds or HTTP date)."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        current = now if now is not None else time.time()
+        seconds = when.timestamp() - current
+    if not math.isfinite(seconds):
+        return None
+    return max(0.0, seconds)
+
+
+class _Secret:
+    """Holds the API key; its repr never shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def get(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return _REDACTED
+
+
+class _Retryable(Exception):
+    """Internal: one attempt failed in a way worth retrying."""
+
+    def __init__(
+        self, reason: str, status: int | None, retry_after: float | None
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.retry_after = retry_after
+
+
+class LLMClient:
+    """A client of one OpenAI-compatible endpoint.
+
+    :param base_url: the server root, with or without ``/v1``.
+    :param api_key: the bearer token; ``None`` reads ``OPENAI_API_KEY``; no key sends
+        no ``Authorization`` header.
+    :param timeout: seconds per attempt (connect, read, write and pool).
+    :param max_retries: retries after the first attempt (``0`` disables them).
+    :param retry_base_delay: the first backoff delay in seconds; attempt ``n`` waits
+        ``retry_base_delay * 2**n``, scaled by a random factor in [0.5, 1] (jitter),
+        capped at ``max_retry_delay``.
+    :param max_retry_delay: the longest backoff between two attempts.
+    :param max_retry_after: the longest wait a ``Retry-After`` header may impose
+        (longer values are clamped to it).
+    :param concurrency: the most requests in flight at once through this client.
+    :param headers: extra headers sent with every request.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        retry_base_delay: float = 1.0,
+        max_retry_delay: float = 30.0,
+        max_retry_after: float = 60.0,
+        concurrency: int = 16,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}.")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}.")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout}.")
+        self.base_url = normalize_base_url(base_url)
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._key: _Secret | None = _Secret(key) if key else None
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.retry_base_delay = float(retry_base_delay)
+        self.max_retry_delay = float(max_retry_delay)
+        self.max_retry_after = float(max_retry_after)
+        self.concurrency = int(concurrency)
+        self._extra_headers = dict(headers or {})
+        self._semaphore = threading.BoundedSemaphore(self.concurrency)
+        self._lock = threading.Lock()
+        # Created on first use, so a client built before a fork (xdist) opens its
+        # connections in the process that uses them.
+        self._http: httpx.Client | None = None
+
+    def __repr__(self) -> str:
+        key = _REDACTED if self._key is not None else "None"
+        return f"LLMClient(base_url={display_url(self.base_url)!r}, api_key={key})"
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def _client(self) -> httpx.Client:
+        with self._lock:
+            if self._http is None:
+                self._http = httpx.Client(
+                    timeout=httpx.Timeout(self.timeout),
+                    limits=httpx.Limits(
+                        max_connections=self.concurrency,
+                        max_keepalive_connections=self.concurrency,
+                    ),
+                    # Redirects could carry the key to another host.
+                    follow_redirects=False,
+                )
+            return self._http
+
+    def close(self) -> None:
+        """Close the connection pool (the client reopens one if used again)."""
+        with self._lock:
+            http, self._http = self._http, None
+        if http is not None:
+            http.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- public calls ------------------------------------------------------------------
+    def chat(
+        self, messages: Sequence[dict[str, Any]], model: str, **params: Any
+    ) -> ChatResult:
+        """One chat completion.
+
+        :param messages: the OpenAI ``messages`` list.
+        :param model: the model name sent to the server.
+        :param params: further body fields (``temperature=0``, ``max_tokens=16``...).
+        :raises LLMError: on any failure, after the retries when it is retryable.
+        """
+        body: dict[str, Any] = {"model": model, "messages": list(messages), **params}
+        url = self.base_url + "/chat/completions"
+        data, attempts = self._post(url, body)
+        shown = display_url(url)
+        try:
+            choice = data["choices"][0]
+            content = choice["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise LLMError(
+                f"POST {shown} returned a reply without choices[0].message.content:"
+                f" {self._snippet(json.dumps(data))}",
+                url=shown,
+                status=200,
+                attempts=attempts,
+            ) from None
+        if content is None:
+            content = ""  # a tool call or a refusal: no text
+        if not isinstance(content, str):
+            raise LLMError(
+                f"POST {shown} returned a {type(content).__name__} as"
+                " choices[0].message.content; expected a string.",
+                url=shown,
+                status=200,
+                attempts=attempts,
+            )
+        usage: dict[str, int] = {}
+        raw_usage = data.get("usage")
+        if isinstance(raw_usage, dict):
+            for name in ("prompt_tokens", "completion_tokens"):
+                value = raw_usage.get(name)
+                if isinstance(value, int) and not isinstance(value, bool):
+                    usage[name] = value
+        return ChatResult(text=self._scrub(content), usage=usage, raw=self._scrub(data))
+
+    def embeddings(self, texts: Sequence[str], model: str) -> list[list[float]]:
+        """Embed ``texts`` in one request.
+
+        :param texts: the texts, in order.
+        :param model: the embedding model name.
+        :returns: one vector per text, in the order of ``texts``.
+        :raises LLMError: on any failure, or when the reply has not one vector per text.
+        """
+        url = self.base_url + "/embeddings"
+        data, attempts = self._post(url, {"model": model, "input": list(texts)})
+        shown = display_url(url)
+        try:
+            items = sorted(data["data"], key=lambda d: int(d.get("index", 0)))
+            vectors = [[float(x) for x in item["embedding"]] for item in items]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise LLMError(
+                f"POST {shown} returned a reply without data[].embedding:"
+                f" {self._snippet(json.dumps(data))}",
+                url=shown,
+                status=200,
+                attempts=attempts,
+            ) from None
+        if len(vectors) != len(texts):
+            raise LLMError(
+                f"POST {shown} returned {len(vectors)} embeddings for"
+                f" {len(texts)} inputs.",
+                url=shown,
+                status=200,
+                attempts=attempts,
+            )
+        return vectors
+
+    # -- the retry loop ----------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", **self._extra_headers}
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.get()}"
+        return headers
+
+    def _post(self, url: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        shown = display_url(url)
+        attempts = 1 + self.max_retries
+        started = time.monotonic()
+        last: _Retryable | None = None
+        for attempt in range(attempts):
+            try:
+                return self._attempt(url, shown, body, attempt + 1), attempt + 1
+            except _Retryable as exc:
+                last = exc
+            if attempt + 1 >= attempts:
+                break
+            delay = self._delay(attempt, last.retry_after)
+            _log.warning(
+                "POST %s: %s; retry %d of %d in %.2f s",
+                shown,
+                last.reason,
+                attempt + 1,
+                self.max_retries,
+                delay,
+            )
+            time.sleep(delay)
+        assert last is not None
+        elapsed = time.monotonic() - started
+        tried = f"{attempts} attempt{'s' if attempts != 1 else ''} over {elapsed:.1f} s"
+        raise LLMError(
+            f"POST {shown} failed: {tried}; last: {last.reason}",
+            url=shown,
+            status=last.status,
+            attempts=attempts,
+        )
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, self.max_retry_after)
+        backoff = self.retry_base_delay * float(2**attempt)
+        # Jitter spreads the retries of parallel workers hitting the same limit.
+        return min(backoff * random.uniform(0.5, 1.0), self.max_retry_delay)
+
+    def _attempt(
+        self, url: str, shown: str, body: dict[str, Any], number: int
+    ) -> dict[str, Any]:
+        client = self._client()
+        try:
+            with self._semaphore:
+                response = client.post(url, json=body, headers=self._headers())
+        except httpx.TimeoutException as exc:
+            kind = type(exc).__name__  # ConnectTimeout, ReadTimeout, ...
+            raise _Retryable(f"{kind} after {self.timeout:g} s", None, None) from None
+        except httpx.ConnectError as exc:
+            raise _Retryable(
+                f"cannot connect ({self._snippet(str(exc))})", None, None
+            ) from None
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            raise _Retryable(
+                f"connection dropped ({self._snippet(str(exc)) or type(exc).__name__})",
+                None,
+                None,
+            ) from None
+        except httpx.HTTPError as exc:
+            raise LLMError(
+                f"POST {shown} failed: {type(exc).__name__}: {self._snippet(str(exc))}",
+                url=shown,
+                attempts=number,
+            ) from None
+        status = response.status_code
+        text = response.text
+        if status in _RETRY_STATUSES:
+            retry_after = _parse_retry_after(response.headers.get("retry-after"))
+            reason = f"HTTP {status}"
+            if text.strip():
+                reason += f": {self._snippet(text)}"
+            raise _Retryable(reason, status, retry_after)
+        if status >= 400 or status < 200:
+            raise LLMError(
+                f"POST {shown} failed with HTTP {status} (not retried):"
+                f" {self._snippet(text)}",
+                url=shown,
+                status=status,
+                attempts=number,
+            )
+        try:
+            data = json.loads(text)
+        except ValueError:
+            raise LLMError(
+                f"POST {shown} returned HTTP {status} with a body that is not JSON:"
+                f" {self._snippet(text)!r}",
+                url=shown,
+                status=status,
+                attempts=number,
+            ) from None
+        if not isinstance(data, dict):
+            raise LLMError(
+                f"POST {shown} returned a JSON {type(data).__name__}, expected an"
+                f" object: {self._snippet(text)}",
+                url=shown,
+                status=status,
+                attempts=number,
+            )
+        return data
+
+    # -- redaction ---------------------------------------------------------------------
+    def _redact(self, text: str) -> str:
+        if self._key is not None:
+            key = self._key.get()
+            if key and key in text:
+                text = text.replace(key, _REDACTED)
+        return text
+
+    def _snippet(self, text: str) -> str:
+        # Redact before cutting: a cut could leave part of the key unmatched.
+        text = " ".join(self._redact(text).split())
+        return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
+
+    def _scrub(self, value: T) -> T:
+        """``value`` with every occurrence of the key replaced (an echoing server)."""
+        if self._key is None:
+            return value
+        if isinstance(value, str):
+            return self._redact(value)  # type: ignore[return-value]
+        if isinstance(value, dict):
+            return {  # type: ignore[return-value]
+                self._scrub(k): self._scrub(v) for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [self._scrub(v) for v in value]  # type: ignore[return-value]
+        return value

@@ -1,0 +1,180 @@
+"""OpenAIProxy: a System that sends each example to an OpenAI-compatible endpoint.
+
+Upstream's behaviour (UPSTREAM.md §1.12) with its bugs fixed: the default name keeps
+``host:port`` (two local proxies no longer collide), a base URL ending in ``/v1`` is
+not doubled, read timeouts and dropped connections are retried like 429/5xx, and the
+reported usage is passed back as ``api_usage``. The HTTP side is
+:class:`~pytest_context_bench.llm.LLMClient`; every failure raises its
+:class:`~pytest_context_bench.llm.LLMError`, which the engine records in the row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..llm import LLMClient, normalize_base_url
+
+__all__ = ["OpenAIProxy", "default_proxy_name"]
+
+MessagesBuilder = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else value if isinstance(value, str) else str(value)
+
+
+def default_proxy_name(base_url: str) -> str:
+    """``"openai_proxy_" + host:port`` of ``base_url``, plus any path but ``/v1``.
+
+    ``http://localhost:7878`` gives ``openai_proxy_localhost:7878`` (upstream's CLI
+    dropped the port, so two local proxies shared one name). Credentials never enter
+    the name.
+
+    :param base_url: the proxy's URL.
+    """
+    parts = urlsplit(normalize_base_url(base_url))
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    path = parts.path.rstrip("/")
+    path = path.removesuffix("/v1")
+    return f"openai_proxy_{netloc}{path}"
+
+
+class OpenAIProxy:
+    """A System backed by any OpenAI-compatible chat completions endpoint.
+
+    :param base_url: the server root, with or without ``/v1``.
+    :param model: the model name sent in every request.
+    :param name: the System's name; default :func:`default_proxy_name`.
+    :param api_key: the bearer token; ``None`` reads ``OPENAI_API_KEY``.
+    :param system_prompt: an optional system message put first.
+    :param build_messages: ``example -> messages``; when given it alone builds them.
+    :param timeout: seconds per attempt.
+    :param extra_body: further body fields (``temperature``, ``max_tokens``...).
+    :param max_retries: retries after the first attempt.
+    :param retry_base_delay: the first backoff delay in seconds.
+    :param concurrency: the most requests in flight at once.
+    :param client: an :class:`LLMClient` to use instead of building one (the
+        connection and retry parameters above are then ignored).
+
+    Messages, unless ``build_messages`` is given: the ``system_prompt`` as a system
+    message; then the example's ``turns`` verbatim if it has any; else, when
+    ``question`` is not ``None``, ``context`` as a system message and ``question`` as
+    the user message; else ``context`` as the user message.
+
+    ``process`` returns ``{**example, "response": text, "api_usage": {...}}``
+    (``api_usage`` only when the server reports usage).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str = "gpt-3.5-turbo",
+        name: str | None = None,
+        api_key: str | None = None,
+        system_prompt: str | None = None,
+        build_messages: MessagesBuilder | None = None,
+        timeout: float = 30.0,
+        extra_body: dict[str, Any] | None = None,
+        max_retries: int = 3,
+        retry_base_delay: float = 1.0,
+        concurrency: int = 16,
+        client: LLMClient | None = None,
+    ) -> None:
+        self.model = model
+        self.name = name if name else default_proxy_name(base_url)
+        self.system_prompt = system_prompt
+        self.build_messages = build_messages
+        self.extra_body = dict(extra_body or {})
+        self.client = client or LLMClient(
+            base_url,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_base_delay=retry_base_delay,
+            concurrency=concurrency,
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIProxy(name={self.name!r}, model={self.model!r}, client={self.client!r})"
+
+    def messages_for(self, example: dict[str, Any]) -> list[dict[str, Any]]:
+        """The ``messages`` sent for ``example``.
+
+        :param example: the dataset example.
+        """
+        if self.build_messages is not None:
+            return list(self.build_messages(example))
+        messages: list[dict[str, Any]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        turns = example.get("turns")
+        if turns:
+            messages.extend(_as_message(t) for t in turns)
+        elif example.get("question") is not None:
+            messages.append(
+                {"role": "system", "content": _text(example.get("context"))}
+            )
+            messages.append({"role": "user", "content": _text(example["question"])})
+        else:
+            messages.append({"role": "user", "content": _text(example.get("context"))})
+        return messages
+
+    def process(self, example: dict[str, Any]) -> dict[str, Any]:
+        """Send ``example`` and return it with the ``response`` (and ``api_usage``).
+
+        :param example: the dataset example.
+        :raises LLMError: when the endpoint fails after its retries.
+        """
+        result = self.client.chat(
+            self.messages_for(example), self.model, **self.extra_body
+        )
+        out = {**example, "response": result.text}
+        if result.usage:
+            out["api_usage"] = dict(result.usage)
+        return out
+
+    def process_conversation(self, turns: Sequence[Any]) -> list[dict[str, Any]]:
+        """Play a multi-turn conversation, one request per user turn.
+
+        The history grows as upstream's: the ``system_prompt``, then each user turn
+        followed by the model's reply. Turns with the ``system`` role are kept in the
+        history; ``assistant`` turns of the input are dropped (the model's own replies
+        take their place). A bare string is a user turn.
+
+        :param turns: the conversation's turns (``{"role", "content"}`` dicts).
+        :returns: one ``{"role": "assistant", "content": text}`` dict per user turn,
+            with its ``api_usage`` when the server reported usage.
+        :raises LLMError: when a request fails after its retries.
+        """
+        history: list[dict[str, Any]] = []
+        if self.system_prompt:
+            history.append({"role": "system", "content": self.system_prompt})
+        replies: list[dict[str, Any]] = []
+        for turn in turns:
+            message = _as_message(turn)
+            role = message.get("role")
+            if role == "assistant":
+                continue
+            history.append(message)
+            if role != "user":
+                continue
+            result = self.client.chat(list(history), self.model, **self.extra_body)
+            history.append({"role": "assistant", "content": result.text})
+            reply: dict[str, Any] = {"role": "assistant", "content": result.text}
+            if result.usage:
+                reply["api_usage"] = dict(result.usage)
+            replies.append(reply)
+        return replies
+
+    def close(self) -> None:
+        """Close the client's connection pool."""
+        self.client.close()
+
+
+def _as_message(turn: Any) -> dict[str, Any]:
+    if isinstance(turn, dict):
+        return dict(turn)
+    return {"role": "user", "content": _text(turn)}

@@ -1,0 +1,10 @@
+"""Helpers for testing code that talks to LLMs: :class:`FakeLLM`, a scriptable server.
+
+Pure standard library; importing this never imports pytest.
+"""
+
+from __future__ import annotations
+
+from .fake_llm import FakeLLM, RecordedRequest, Reply, fake_embedding
+
+__all__ = ["FakeLLM", "RecordedRequest", "Reply", "fake_embedding"]

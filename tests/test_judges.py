@@ -1,0 +1,372 @@
+"""LLMJudge, MemoryJudge and AnswerCorrectness against FakeLLM."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_context_bench.engine import score_processed
+from pytest_context_bench.errors import ConfigError
+from pytest_context_bench.evaluators.judges import (
+    AnswerCorrectness,
+    JudgeError,
+    LLMJudge,
+    MemoryJudge,
+    fbeta,
+    parse_rating,
+    parse_yes_no,
+)
+from pytest_context_bench.llm import LLMError
+from pytest_context_bench.testing import FakeLLM, Reply
+
+FAST = {"retry_base_delay": 0.001, "timeout": 2.0}
+EX = {"question": "What is 2+2?", "answer": "4"}
+
+
+@pytest.fixture
+def llm():
+    with FakeLLM() as server:
+        yield server
+
+
+# -- parse tables -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "rating"),
+    [
+        ("4", 4),
+        (" 5\n", 5),
+        ("**4**", 4),
+        ("4.", 4),
+        ("Rating: 4", 4),
+        ("rating: **3**", 3),
+        ("Score = 2", 2),
+        ("I'd rate it 4/5.", 4),
+        ("4 / 5", 4),
+        ("3 out of 5", 3),
+        ("The rating is 1", 1),
+        ("4 - minor issues", 4),
+        ("Rating: 4/5", 4),
+        ("I give it **5**, excellent", 5),
+        ("Rating: 4.", 4),
+    ],
+)
+def test_parse_rating_accepts(reply: str, rating: int) -> None:
+    assert parse_rating(reply) == rating
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Rating: 10",
+        "10",
+        "0",
+        "3.5",
+        "6",
+        "",
+        "good answer",
+        "Rating: 3 or 4/5",
+        "15/50",
+        "score: 4.5",
+    ],
+)
+def test_parse_rating_rejects(reply: str) -> None:
+    with pytest.raises(JudgeError):
+        parse_rating(reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ("YES. Same city.", True),
+        ("no, it says London", False),
+        ("Yes", True),
+        ("The answer: NO", False),
+        ("NOTYES", None),
+        ("maybe", None),
+        ("", None),
+        ("Yesterday... NO", False),
+    ],
+)
+def test_parse_yes_no(reply: str, verdict: bool | None) -> None:
+    assert parse_yes_no(reply) is verdict
+
+
+# -- LLMJudge ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"), [("1", 0.0), ("2", 0.25), ("3", 0.5), ("4", 0.75), ("5", 1.0)]
+)
+def test_llm_judge_scores(llm: FakeLLM, reply: str, score: float) -> None:
+    llm.push(reply)
+    judge = LLMJudge(llm.base_url, "judge-m", **FAST)
+    assert judge.score(EX, {"response": "The answer is 4."}) == {"judge_score": score}
+    req = llm.requests[0]
+    assert req.json["temperature"] == 0 and req.json["model"] == "judge-m"
+    prompt = req.messages[0]["content"]
+    assert "[Question]\nWhat is 2+2?" in prompt and "The answer is 4." in prompt
+
+
+def test_llm_judge_unparsable_is_error_not_zero(llm: FakeLLM) -> None:
+    llm.push("Rating: 10")
+    with pytest.raises(JudgeError, match="no 1-5 rating"):
+        LLMJudge(llm.base_url, **FAST).score(EX, {"response": "4"})
+
+
+def test_llm_judge_unreachable_is_error(llm: FakeLLM) -> None:
+    llm.set_handler(lambda r: Reply(status=503))
+    with pytest.raises(LLMError, match="3 attempts"):
+        LLMJudge(llm.base_url, max_retries=2, **FAST).score(EX, {"response": "4"})
+
+
+def test_llm_judge_retries_transient(llm: FakeLLM) -> None:
+    llm.push(Reply(status=429), Reply(drop=True), "5")
+    assert LLMJudge(llm.base_url, **FAST).score(EX, {"response": "4"}) == {
+        "judge_score": 1.0
+    }
+
+
+def test_llm_judge_missing_fields_and_empty(llm: FakeLLM) -> None:
+    judge = LLMJudge(llm.base_url, **FAST)
+    assert judge.score({"question": "q"}, {"response": "x"}) == {}
+    assert judge.score({"answer": "a"}, {"response": "x"}) == {}
+    assert judge.score(EX, {}) == {}
+    assert judge.score(EX, {"response": None}) == {"judge_score": 0.0}
+    assert judge.score(EX, {"response": "  "}) == {"judge_score": 0.0}
+    assert llm.requests == []
+    llm.push("4")
+    # context stands in for a missing question; a number response is scored as text
+    assert judge.score({"context": "c", "answer": 4}, {"response": 4}) == {
+        "judge_score": 0.75
+    }
+
+
+def test_llm_judge_error_recorded_in_row(llm: FakeLLM) -> None:
+    llm.push("excellent!")
+    row, raised = score_processed(
+        EX, {**EX, "response": "4"}, [LLMJudge(llm.base_url, **FAST)], system="sys"
+    )
+    assert row.error is not None and "judge_score" not in row.scores
+    assert isinstance(raised, JudgeError)
+
+
+# -- MemoryJudge ------------------------------------------------------------------------
+
+MEM = {"question": "Where did Alice grow up?", "answer": "Paris"}
+
+
+def test_memory_judge_yes_no(llm: FakeLLM) -> None:
+    llm.push("YES. Same city.", "NO, London is not Paris.")
+    judge = MemoryJudge(llm.base_url, **FAST)
+    assert judge.score(MEM, {"response": "Alice grew up in Paris, France."}) == {
+        "memory_judge": 1.0,
+        "memory_judge_raw": 1.0,
+    }
+    scores, details = judge.score_details(MEM, {"response": "Alice grew up in London."})
+    assert scores == {"memory_judge": 0.0, "memory_judge_raw": 0.0}
+    assert details == {"verdict": "NO"}
+    req = llm.requests[0]
+    assert req.json["model"] == "claude-haiku-4-5-20251001"
+    assert req.json["temperature"] == 0 and req.json["max_tokens"] == 64
+    assert "[Gold Answer]\nParis" in req.messages[0]["content"]
+
+
+def test_memory_judge_empty_response_then_empty_gold(llm: FakeLLM) -> None:
+    judge = MemoryJudge(llm.base_url, **FAST)
+    assert judge.score({"question": "q", "answer": ""}, {"response": ""}) == {
+        "memory_judge": 0.0,
+        "memory_judge_raw": 0.0,
+    }
+    assert judge.score({"question": "q", "answer": " "}, {"response": "x"}) == {
+        "memory_judge": 0.5,
+        "memory_judge_raw": 0.5,
+    }
+    assert judge.score({"answer": "a"}, {"response": "x"}) == {}
+    assert judge.score(MEM, {}) == {}
+    assert llm.requests == []
+
+
+def test_memory_judge_failure_is_zero_with_judge_error(llm: FakeLLM) -> None:
+    llm.set_handler(lambda r: Reply(status=500))
+    judge = MemoryJudge(llm.base_url, max_retries=1, **FAST)
+    scores, details = judge.score_details(MEM, {"response": "Paris"})
+    assert scores == {"memory_judge": 0.0, "memory_judge_raw": 0.0}
+    assert (
+        "HTTP 500" in details["judge_error"] and "2 attempts" in details["judge_error"]
+    )
+    assert len(llm.requests) == 2
+
+
+def test_memory_judge_unparsable_marks_error(llm: FakeLLM) -> None:
+    llm.push("Perhaps.")
+    scores, details = MemoryJudge(llm.base_url, **FAST).score_details(
+        MEM, {"response": "Paris"}
+    )
+    assert scores["memory_judge"] == 0.0
+    assert (
+        "neither YES nor NO" in details["judge_error"]
+        and details["reply"] == "Perhaps."
+    )
+
+
+def test_memory_judge_details_reach_row_metadata(llm: FakeLLM) -> None:
+    llm.set_handler(lambda r: Reply(status=400))
+    row, raised = score_processed(
+        MEM,
+        {**MEM, "response": "Paris"},
+        [MemoryJudge(llm.base_url, **FAST)],
+        system="sys",
+    )
+    assert raised is None and row.error is None
+    assert row.scores["memory_judge"] == 0.0
+    assert "HTTP 400" in row.metadata["memory_judge"]["judge_error"]
+
+
+# -- AnswerCorrectness ------------------------------------------------------------------
+
+
+def test_fbeta() -> None:
+    assert fbeta(0, 3, 3) == 0.0
+    assert fbeta(2, 0, 0) == 1.0
+    assert fbeta(1, 1, 1) == pytest.approx(0.5)
+    # precision 2/3, recall 2/4: F1 = 4/7, F2 weights recall
+    assert fbeta(2, 1, 2) == pytest.approx(4 / 7)
+    p, r = 2 / 3, 1 / 2
+    assert fbeta(2, 1, 2, beta=2.0) == pytest.approx(5 * p * r / (4 * p + r))
+
+
+def _ac_handler(classification: dict, statements: dict[str, list[str]]):
+    def handler(request):
+        if request.path.endswith("/embeddings"):
+            return Reply()  # fake_embedding of each input
+        prompt = request.messages[0]["content"]
+        if "classify" in prompt:
+            return json.dumps(classification)
+        for text, st in statements.items():
+            if f"Answer: {text}" in prompt:
+                return "```json\n" + json.dumps({"statements": st}) + "\n```"
+        return "???"
+
+    return handler
+
+
+def test_answer_correctness_full(llm: FakeLLM) -> None:
+    resp = "The sun is powered by nuclear fusion."
+    ref = "The sun is powered by nuclear fusion, where hydrogen fuses to helium."
+    llm.set_handler(
+        _ac_handler(
+            {
+                "TP": [{"statement": "s", "reason": "r"}],
+                "FP": [],
+                "FN": [{"statement": "h", "reason": "r"}],
+            },
+            {
+                resp: ["The sun is powered by nuclear fusion."],
+                ref: [
+                    "The sun is powered by nuclear fusion.",
+                    "Hydrogen fuses to helium.",
+                ],
+            },
+        )
+    )
+    ac = AnswerCorrectness(llm.base_url, "m", embedding_model="e", **FAST)
+    out = ac.score(
+        {"question": "What powers the sun?", "answer": ref}, {"response": resp}
+    )
+    from pytest_context_bench.testing import fake_embedding
+
+    a, b = fake_embedding(resp), fake_embedding(ref)
+    sim = sum(x * y for x, y in zip(a, b))
+    fact = fbeta(1, 0, 1)
+    assert out["answer_factuality"] == pytest.approx(2 / 3)
+    assert out["answer_similarity"] == pytest.approx(sim)
+    assert out["answer_correctness"] == pytest.approx(0.75 * fact + 0.25 * sim)
+    chats = [r for r in llm.requests if r.path.endswith("/chat/completions")]
+    assert len(chats) == 3 and all(r.json["temperature"] == 0 for r in chats)
+    emb = [r for r in llm.requests if r.path.endswith("/embeddings")]
+    assert emb[0].json == {"model": "e", "input": [resp, ref]}
+
+
+def test_answer_correctness_malformed_retried_once_then_error(llm: FakeLLM) -> None:
+    llm.push(
+        "not json",
+        json.dumps({"statements": ["a"]}),  # response: retried, ok
+        "nope",
+        "still nope",
+    )  # reference: two bad replies
+    ac = AnswerCorrectness(llm.base_url, weights=(1.0, 0.0), **FAST)
+    with pytest.raises(JudgeError, match="malformed twice"):
+        ac.score({"question": "q", "answer": "ref"}, {"response": "resp"})
+    assert len(llm.requests) == 4
+
+
+def test_answer_correctness_wrong_shape_retried(llm: FakeLLM) -> None:
+    llm.push(
+        json.dumps({"statements": "a"}),
+        json.dumps({"statements": ["a"]}),
+        json.dumps({"statements": ["b"]}),
+        json.dumps({"TP": [], "FP": ["a"]}),
+        json.dumps({"TP": [], "FP": ["a"], "FN": ["b"]}),
+    )
+    ac = AnswerCorrectness(llm.base_url, weights=(1.0, 0.0), **FAST)
+    out = ac.score({"question": "q", "answer": "ref"}, {"response": "resp"})
+    assert out == {"answer_correctness": 0.0, "answer_factuality": 0.0}
+    assert len(llm.requests) == 5
+
+
+def test_answer_correctness_similarity_only(llm: FakeLLM) -> None:
+    ac = AnswerCorrectness(llm.base_url, weights=(0, 1), **FAST)
+    out = ac.score({"answer": "paris france"}, {"response": "paris france"})
+    assert out == {
+        "answer_correctness": pytest.approx(1.0),
+        "answer_similarity": pytest.approx(1.0),
+    }
+    assert [r.path for r in llm.requests] == ["/v1/embeddings"]
+
+
+def test_answer_correctness_missing_and_empty(llm: FakeLLM) -> None:
+    ac = AnswerCorrectness(llm.base_url, **FAST)
+    assert ac.score({"question": "q"}, {"response": "x"}) == {}
+    assert ac.score({"answer": ""}, {"response": "x"}) == {}
+    assert ac.score({"answer": "a"}, {}) == {}
+    assert ac.score({"answer": "a"}, {"response": None}) == {
+        "answer_correctness": 0.0,
+        "answer_factuality": 0.0,
+        "answer_similarity": 0.0,
+    }
+    assert llm.requests == []
+
+
+@pytest.mark.parametrize(
+    "weights", [(0, 0), (-1, 1), (1,), (1, 2, 3), (float("nan"), 1)]
+)
+def test_answer_correctness_bad_weights(weights: tuple[float, ...]) -> None:
+    with pytest.raises(ConfigError, match="weights"):
+        AnswerCorrectness("http://h:1", weights=weights)
+
+
+def test_answer_correctness_bad_beta() -> None:
+    with pytest.raises(ConfigError, match="beta"):
+        AnswerCorrectness("http://h:1", beta=0)
+
+
+def test_judges_never_show_key(llm: FakeLLM) -> None:
+    key = "sk-judge-SECRET-42"
+    llm.set_handler(
+        lambda r: Reply(f"echo {r.headers.get('authorization')}", status=401)
+    )
+    for judge in (
+        LLMJudge(llm.base_url, api_key=key, **FAST),
+        AnswerCorrectness(llm.base_url, api_key=key, **FAST),
+    ):
+        assert key not in repr(judge)
+        with pytest.raises(LLMError) as info:
+            judge.score(EX, {"response": "4"})
+        assert key not in str(info.value)
+    _scores, details = MemoryJudge(llm.base_url, api_key=key, **FAST).score_details(
+        MEM, {"response": "x"}
+    )
+    assert key not in json.dumps(details) and "Bearer ***" in details["judge_error"]

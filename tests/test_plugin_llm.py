@@ -1,0 +1,95 @@
+"""The OpenAI-compatible System and the judge, end to end against a real local server."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import pytest
+
+from pytest_context_bench.testing import FakeLLM, Reply
+
+QUESTION = re.compile(r"capital of country (\d+)")
+
+
+def _flaky_handler() -> tuple:
+    """Answers right; every 5th request first fails (20% transient failures)."""
+    lock = threading.Lock()
+    count = {"n": 0, "failed": 0}
+
+    def handler(request):
+        with lock:
+            count["n"] += 1
+            n = count["n"]
+        if n % 5 == 0:
+            with lock:
+                count["failed"] += 1
+            if n % 10 == 0:
+                return Reply(status=429, retry_after="0", text="slow down")
+            return Reply(status=503, retry_after="0", text="overloaded")
+        body = request.json or {}
+        if body.get("model") == "judge-model":
+            return Reply(text="Rating: 5")
+        text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        match = QUESTION.search(text)
+        return Reply(text=f"city {match.group(1)}" if match else "no idea", usage={"prompt_tokens": 11, "completion_tokens": 2})
+
+    return handler, count
+
+
+def test_proxy_and_judge_survive_transient_failures_under_xdist(pytester: pytest.Pytester) -> None:
+    rows = [
+        {"id": f"q-{i}", "context": f"Country {i} has city {i} as its capital.",
+         "question": f"What is the capital of country {i}?", "answer": f"city {i}"}
+        for i in range(1, 201)
+    ]
+    pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
+    handler, count = _flaky_handler()
+    out = pytester.path / "out.json"
+    with FakeLLM(handler=handler) as llm:
+        result = pytester.runpytest(
+            "-n", "2",
+            "--ctxbench-dataset=qa.jsonl",
+            f"--ctxbench-proxy={llm.base_url}/v1",
+            "--ctxbench-proxy-name=local",
+            "--ctxbench-model=m",
+            f"--ctxbench-judge-url={llm.base_url}",
+            "--ctxbench-judge-model=judge-model",
+            f"--ctxbench-json={out}",
+            "--ctxbench-min-pass-rate=1",
+        )
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=200)
+    assert count["failed"] >= 80  # 400 successful calls + retries: a fifth failed first
+    doc = json.loads(out.read_text())
+    summary = doc["summary"]["local"]
+    assert summary["pass_rate"] == 1.0 and summary["error_rate"] == 0.0
+    assert all(r["scores"]["judge_score"] == 1.0 for r in doc["rows"])
+    assert all(r["output_tokens"] == 11 and r["metadata"]["completion_tokens"] == 2 for r in doc["rows"])
+
+
+def test_unreachable_endpoint_is_an_error_of_each_example_naming_the_url(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", qa='{"id": 1, "question": "q?", "answer": "a"}\n')
+    with FakeLLM() as llm:
+        url = llm.base_url
+    # The server is stopped: connections are refused.
+    result = pytester.runpytest("--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={url}", "--ctxbench-proxy-name=gone")
+    assert result.ret == 1
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*LLMError*{url}*"])
+
+
+def test_proxy_option_errors(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", qa='{"id": 1, "question": "q?", "answer": "a"}\n')
+    bad = pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=localhost:7878")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["ERROR: --ctxbench-proxy must be an http(s) URL such as http://localhost:7878, given: 'localhost:7878'"])
+    names = pytester.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-proxy=http://h:2", "--ctxbench-proxy-name=a"
+    )
+    assert names.ret == pytest.ExitCode.USAGE_ERROR
+    names.stderr.fnmatch_lines(["ERROR: --ctxbench-proxy-name was given 1 time(s) for 2 --ctxbench-proxy*"])
+    judge = pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-judge-model=x")
+    assert judge.ret == pytest.ExitCode.USAGE_ERROR
+    judge.stderr.fnmatch_lines(["ERROR: --ctxbench-judge-model needs --ctxbench-judge-url*"])
