@@ -61,14 +61,21 @@ def load_system(path: str) -> Any:
         obj = import_object(path, what="system")
     except ConfigError as exc:
         raise SystemLoadError(str(exc)) from exc
-    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "process")):
+    if isinstance(obj, type) or (
+        callable(obj) and not hasattr(obj, "process") and not hasattr(obj, "query")
+    ):
         try:
             obj = obj()
         except Exception as exc:
             raise SystemLoadError(
                 f"building system {path!r} raised {type(exc).__name__}: {exc}."
             ) from exc
-    check_system(obj, origin=path)
+    if callable(getattr(obj, "query", None)) and not hasattr(obj, "process"):
+        from .memory import check_memory_system
+
+        check_memory_system(obj, origin=path)  # a MemorySystem, for memory datasets
+    else:
+        check_system(obj, origin=path)
     return obj
 
 

@@ -70,7 +70,7 @@ def context_snippet(
     return "\n".join(reversed(lines))
 
 
-def _check_memory_system(obj: Any, *, origin: str) -> None:
+def check_memory_system(obj: Any, *, origin: str) -> None:
     """Raise SystemLoadError unless ``obj`` has the MemorySystem attributes."""
     missing = [
         m for m in ("reset", "ingest", "query") if not callable(getattr(obj, m, None))
@@ -89,7 +89,7 @@ def _check_memory_system(obj: Any, *, origin: str) -> None:
         )
 
 
-class _Conversation:
+class Conversation:
     """One validated conversation, with what every system's run shares."""
 
     __slots__ = ("id", "dataset", "turns", "pairs", "field", "snippet", "turn_tokens")
@@ -150,7 +150,7 @@ def _reported_tokens(system: Any) -> int | None:
     return max(0, int(value))
 
 
-def ingest_conversation(system: Any, conv: _Conversation) -> tuple[dict[str, str] | None, float]:
+def ingest_conversation(system: Any, conv: Conversation) -> tuple[dict[str, str] | None, float]:
     """``reset()`` then ``ingest(turns)``: the failure (or ``None``) and the ingest time."""
     failure: dict[str, str] | None = None
     ingest_latency = 0.0
@@ -171,7 +171,7 @@ def ingest_conversation(system: Any, conv: _Conversation) -> tuple[dict[str, str
 
 def ask_question(
     system: Any,
-    conv: _Conversation,
+    conv: Conversation,
     j: int,
     evaluators: Sequence[Evaluator],
     tok: Callable[[str], int],
@@ -245,7 +245,7 @@ def ask_question(
 
 def _run_conversation(
     system: Any,
-    conv: _Conversation,
+    conv: Conversation,
     evaluators: Sequence[Evaluator],
     tok: Callable[[str], int],
 ) -> list[EvalRow]:
@@ -304,14 +304,14 @@ def evaluate_memory(
     if not system_list:
         raise ConfigError("evaluate_memory() needs at least one memory system.")
     for i, s in enumerate(system_list):
-        _check_memory_system(s, origin=f"systems[{i}]")
+        check_memory_system(s, origin=f"systems[{i}]")
     check_unique_names(system_list)
     if max_examples is not None and max_examples < 0:
         raise ConfigError(f"max_examples must be >= 0, got {max_examples}.")
     tok = resolve_tokenizer(tokenizer) if tokenizer is not None else get_tokenizer()
     examples, source = _examples(dataset, max_examples)
     conversations = [
-        _Conversation(ex, i, source, score_field, tok) for i, ex in enumerate(examples)
+        Conversation(ex, i, source, score_field, tok) for i, ex in enumerate(examples)
     ]
     seen: set[str] = set()
     for conv in conversations:

@@ -189,3 +189,19 @@ def test_relative_tokenizer_file_in_ini_is_relative_to_the_ini(project: pytest.P
         result = project.runpytest("--ctxbench-dataset=../qa.jsonl", "--ctxbench-system=systems:echo")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: ini option 'ctxbench_tokenizer': Cannot read the tokenizer file {project.path / 'tok' / 'missing.tiktoken'}*"])
+
+
+@pytest.mark.parametrize(
+    "arg, message",
+    [
+        ("--ctxbench-code-memory=10", "--ctxbench-code-memory must be 0 (no limit) or at least 64 (MiB), given: '10'"),
+        ("--ctxbench-code-network=off", "--ctxbench-code-network must be auto, deny or allow, given: 'off'"),
+        ("--ctxbench-code-timeout=0", "--ctxbench-code-timeout must be a number > 0, given: '0'"),
+        ("--ctxbench-task=poetry", "--ctxbench-task must be one of qa, *given: 'poetry'"),
+        ("--ctxbench-data-dir=nope", "--ctxbench-data-dir must be an existing directory, given: 'nope'"),
+    ],
+)
+def test_code_and_data_options(project: pytest.Pytester, arg: str, message: str) -> None:
+    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", arg)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])

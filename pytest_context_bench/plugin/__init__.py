@@ -33,7 +33,7 @@ from .collection import (
     spec_from_settings,
 )
 from .options import DATASET, SYSTEM, TOKENIZER, Settings, addoptions
-from .recording import Recorder, row_status
+from .recording import MemoryCache, Recorder, row_status
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
 
@@ -50,6 +50,7 @@ class State:
     errors: list[str] = field(default_factory=list)
     dirs: dict[Any, pytest.Directory] = field(default_factory=dict)
     sent_origins: set[str] = field(default_factory=set)
+    memory: MemoryCache = field(default_factory=MemoryCache)
     controller: Controller | None = None
     _tokenizer: Callable[[str], int] | None = None
 
@@ -60,7 +61,7 @@ class State:
         return self._tokenizer
 
     def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
-        return Recorder(ref, self.tokenizer(), self.systems, original)
+        return Recorder(ref, self.tokenizer(), self.systems, original, self.memory)
 
 
 STATE_KEY = pytest.StashKey[State]()

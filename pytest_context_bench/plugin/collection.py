@@ -33,6 +33,10 @@ __all__ = ["MARKER", "SuiteSpec", "ExampleRef", "CliModule", "DatasetCache"]
 MARKER = "ctxbench"
 CLI_ORIGIN = "cli"
 _MARKER_ARGS = marker_kwargs_parsers()
+_MEMORY_MARKER = (
+    "{where}: memory datasets run from the command line (--ctxbench-dataset with a"
+    " MemorySystem) or with evaluate_memory(), not through the marker"
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,6 +95,9 @@ class ExampleRef:
     spec: SuiteSpec
     ds_pos: int
     index: int
+    #: For a memory dataset (one example per conversation), the QA pair: each item
+    #: asks one question of a conversation; -1 otherwise.
+    qa: int = -1
 
     @property
     def dataset(self) -> Dataset:
@@ -99,6 +106,8 @@ class ExampleRef:
     @property
     def test_id(self) -> str:
         ds = self.dataset
+        if self.qa >= 0:
+            return f"{ds.tag}/{ds.ids[self.index]}_{self.qa}"
         return f"{ds.tag}/{ds.ids[self.index]}"
 
     def load(self) -> dict[str, Any]:
@@ -186,6 +195,8 @@ def spec_from_marker(
         values[key] = parser(raw, f"{where_base}({key}=...)")
     if "dataset" not in values:
         raise pytest.UsageError(f"{where_base} needs dataset=... (a path or a registered name)")
+    if values.get("task") == "memory":
+        raise pytest.UsageError(_MEMORY_MARKER.format(where=where_base))
     module_dir = Path(str(definition.path)).parent
     datasets = cache.load_all(
         values["dataset"],
@@ -193,6 +204,8 @@ def spec_from_marker(
         where_base,
         values.get("task", settings.task),
     )
+    if any(ds.family == "memory" for ds in datasets):
+        raise pytest.UsageError(_MEMORY_MARKER.format(where=where_base))
     limits = dict(settings.limits)
     for name in limits:
         if name in values:
@@ -216,7 +229,14 @@ def example_refs(spec: SuiteSpec) -> list[ExampleRef]:
     refs: list[ExampleRef] = []
     for pos, ds in enumerate(spec.datasets):
         n = len(ds) if spec.limit is None else min(len(ds), spec.limit)
-        refs.extend(ExampleRef(spec, pos, i) for i in range(n))
+        if ds.family == "memory":
+            # One item per question; --ctxbench-limit counts conversations.
+            for i in range(n):
+                pairs = ds[i].get("qa_pairs")
+                count = len(pairs) if isinstance(pairs, list) else 0
+                refs.extend(ExampleRef(spec, pos, i, j) for j in range(count))
+        else:
+            refs.extend(ExampleRef(spec, pos, i) for i in range(n))
     return refs
 
 
@@ -246,6 +266,16 @@ class CliCase:
         self.recorder.run(self.system if self.system is not None else fixture_system)
 
 
+def _grouped(case: CliCase, test_id: str) -> Any:
+    """A memory question's item, grouped with its conversation's other questions so
+    that ``--dist loadgroup`` ingests each conversation once per system."""
+    if case.ref.qa < 0:
+        return pytest.param(case, id=test_id)
+    ds = case.ref.dataset
+    group = f"ctxbench:{ds.tag}/{ds.ids[case.ref.index]}"
+    return pytest.param(case, id=test_id, marks=pytest.mark.xdist_group(group))
+
+
 def parametrize(
     metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, ...], runtime: Any
 ) -> None:
@@ -257,7 +287,7 @@ def parametrize(
         else:
             cases = [CliCase(r, None, runtime) for r in refs]
             ids = [r.test_id for r in refs]
-        metafunc.parametrize("ctxbench_case", cases, ids=ids)
+        metafunc.parametrize("ctxbench_case", [_grouped(c, i) for c, i in zip(cases, ids)])
     elif systems and "ctxbench_system" in metafunc.fixturenames:
         pairs = [(s, r) for s in systems for r in refs]
         # Added as a parametrize *mark* (our hook runs first): pytest then lets it

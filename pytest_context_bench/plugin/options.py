@@ -396,7 +396,13 @@ class Settings:
             code["timeout"] = parse_float(raw, CODE_TIMEOUT.where(from_cli), lo=0.0, open_lo=True)
         raw, from_cli = get(CODE_MEMORY)
         if raw is not None:
-            code["memory_mb"] = _parse_int(str(raw), CODE_MEMORY.where(from_cli), 0)
+            memory_mb = _parse_int(str(raw), CODE_MEMORY.where(from_cli), 0)
+            if 0 < memory_mb < 64:  # the sandbox's own floor: Python needs more
+                raise pytest.UsageError(
+                    f"{CODE_MEMORY.where(from_cli)} must be 0 (no limit) or at least 64"
+                    f" (MiB), given: {raw!r}"
+                )
+            code["memory_mb"] = memory_mb
         raw, from_cli = get(CODE_NETWORK)
         if raw is not None:
             policy = str(raw).strip()

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 import pytest
 
 from ..engine import check_unique_names, run_example, score_processed
+from ..memory import Conversation, ask_question, check_memory_system, ingest_conversation
 from ..errors import CtxBenchError
 from ..importing import check_system
 from ..results import EvalRow
@@ -49,6 +50,7 @@ class Recorder:
         tokenizer: Callable[[str], int],
         cli_systems: Sequence[Any],
         original: dict[str, Any] | None = None,
+        memory: MemoryCache | None = None,
     ) -> None:
         self.ref = ref
         self.spec = ref.spec
@@ -58,6 +60,7 @@ class Recorder:
         self._original = ref.load() if original is None else original
         self._start = time.perf_counter()
         self.rows: list[tuple[int, EvalRow]] = []
+        self._memory = memory
         self.score_field = self.spec.primary_field(ref.dataset)
         self.evaluators = self.spec.evaluators_for(ref.ds_pos)
 
@@ -125,6 +128,8 @@ class Recorder:
         systems = list(system) if isinstance(system, (list, tuple)) else [system]
         if not systems:
             pytest.fail("the ctxbench_system fixture returned an empty list", pytrace=False)
+        if self.ref.qa >= 0:
+            return self._run_memory(systems)
         for i, s in enumerate(systems):
             try:
                 check_system(s, origin=f"ctxbench_system[{i}]" if len(systems) > 1 else "ctxbench_system")
@@ -151,3 +156,62 @@ class Recorder:
         if first is not None:
             raise first
         return out
+
+    def _run_memory(self, systems: list[Any]) -> list[EvalRow]:
+        """Ask this item's question of each MemorySystem (ingesting when needed)."""
+        __tracebackhide__ = True
+        memory = self._memory if self._memory is not None else MemoryCache()
+        try:
+            for i, s in enumerate(systems):
+                check_memory_system(s, origin=f"ctxbench_system[{i}]")
+            check_unique_names(systems)
+        except CtxBenchError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        conv = memory.conversation(self.ref, self._original, self.score_field, self._tokenizer)
+        first: BaseException | None = None
+        out = []
+        for i, s in enumerate(systems):
+            failure, ingest_latency = memory.ingested(s, self.ref, conv)
+            row, raised = ask_question(
+                s, conv, self.ref.qa, self.evaluators, self._tokenizer, failure, ingest_latency
+            )
+            self._add(row, self._sys_pos(s, i))
+            out.append(row)
+            first = first or raised
+        if first is not None:
+            raise first
+        return out
+
+
+class MemoryCache:
+    """Per process: validated conversations, and which one each system holds.
+
+    A MemorySystem holds one conversation at a time, so the questions of a
+    conversation reuse one ``reset()`` + ``ingest()``; an item of another
+    conversation (xdist may interleave them) ingests again.
+    """
+
+    def __init__(self) -> None:
+        self._conversations: dict[tuple[int, int], Any] = {}
+        self._held: dict[int, tuple[tuple[int, int], dict[str, str] | None, float]] = {}
+
+    def conversation(
+        self, ref: ExampleRef, example: dict[str, Any], field: str, tok: Callable[[str], int]
+    ) -> Any:
+        key = (ref.ds_pos, ref.index)
+        conv = self._conversations.get(key)
+        if conv is None:
+            conv = Conversation(example, ref.index, ref.dataset, field, tok)
+            self._conversations[key] = conv
+        return conv
+
+    def ingested(
+        self, system: Any, ref: ExampleRef, conv: Any
+    ) -> tuple[dict[str, str] | None, float]:
+        key = (ref.ds_pos, ref.index)
+        held = self._held.get(id(system))
+        if held is not None and held[0] == key:
+            return held[1], held[2]
+        failure, latency = ingest_conversation(system, conv)
+        self._held[id(system)] = (key, failure, latency)
+        return failure, latency
