@@ -10,7 +10,7 @@ __version__ = "0.1.0"
 
 from .engine import evaluate, run_example
 from .memory import evaluate_memory
-from .errors import ConfigError, CtxBenchError, DatasetError, SystemLoadError
+from .errors import ConfigError, CtxBenchError, DatasetError, LLMError, SystemLoadError
 from .results import EvalResult, EvalRow
 from .types import Evaluator, MemorySystem, Metric, System
 
@@ -29,4 +29,5 @@ __all__ = [
     "ConfigError",
     "DatasetError",
     "SystemLoadError",
+    "LLMError",
 ]

@@ -6,8 +6,10 @@
     ├── ConfigError               a bad option, ini value, marker argument or API argument
     ├── DatasetError              a dataset that cannot be found, read or validated
     │                             (names the file, the line and the field)
-    └── SystemLoadError           a System import path that does not resolve, or two
-                                  systems sharing a name
+    ├── SystemLoadError           a System import path that does not resolve, or two
+    │                             systems sharing a name
+    └── LLMError                  an LLM endpoint failed after its retries (names the
+                                  URL, the status and what was tried; never the key)
 
 Every message is a full sentence that names what is wrong (the option, the file and
 line, the import path) and says how to fix it. The pytest plugin turns each of them
@@ -20,7 +22,7 @@ these classes: they are caught by the engine and recorded in that example's row
 
 from __future__ import annotations
 
-__all__ = ["CtxBenchError", "ConfigError", "DatasetError", "SystemLoadError"]
+__all__ = ["CtxBenchError", "ConfigError", "DatasetError", "SystemLoadError", "LLMError"]
 
 
 class CtxBenchError(Exception):
@@ -52,3 +54,30 @@ class DatasetError(CtxBenchError):
 
 class SystemLoadError(CtxBenchError):
     """A System cannot be imported or built, or two systems share one name."""
+
+
+class LLMError(CtxBenchError):
+    """A call to an LLM endpoint failed (after its retries, when it was retryable).
+
+    The message names the URL (credentials removed), the HTTP status if any and what
+    was tried, e.g. ``"POST http://h:1/v1/chat/completions failed: 4 attempts over
+    2.1 s; last: HTTP 503: overloaded"``. It never contains the API key.
+
+    :param message: the full message.
+    :param url: the endpoint, without credentials.
+    :param status: the last HTTP status, or ``None`` when there was no response.
+    :param attempts: how many requests were sent.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str = "",
+        status: int | None = None,
+        attempts: int = 0,
+    ) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+        self.attempts = attempts

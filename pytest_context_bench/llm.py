@@ -36,7 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from .errors import CtxBenchError
+from .errors import LLMError
 
 __all__ = ["ChatResult", "LLMClient", "LLMError", "display_url", "normalize_base_url"]
 
@@ -50,33 +50,6 @@ _SNIPPET = 300
 _REDACTED = "***"
 
 T = TypeVar("T")
-
-
-class LLMError(CtxBenchError):
-    """A call to an LLM endpoint failed (after its retries, when it was retryable).
-
-    The message names the URL (credentials removed), the HTTP status if any and what
-    was tried, e.g. ``"POST http://h:1/v1/chat/completions failed: 4 attempts over
-    2.1 s; last: HTTP 503: overloaded"``. It never contains the API key.
-
-    :param message: the full message.
-    :param url: the endpoint, without credentials.
-    :param status: the last HTTP status, or ``None`` when there was no response.
-    :param attempts: how many requests were sent.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        url: str = "",
-        status: int | None = None,
-        attempts: int = 0,
-    ) -> None:
-        super().__init__(message)
-        self.url = url
-        self.status = status
-        self.attempts = attempts
 
 
 @dataclass(frozen=True)

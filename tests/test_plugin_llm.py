@@ -1,4 +1,9 @@
-"""The OpenAI-compatible System and the judge, end to end against a real local server."""
+"""The OpenAI-compatible System and the judge, end to end against a real local server.
+
+These runs use ``runpytest_subprocess``: an inline run would import parts of httpx and
+httpcore lazily inside pytester's sys.modules snapshot, which removes them afterwards,
+and later tests would then mix two copies of their exception classes.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +53,7 @@ def test_proxy_and_judge_survive_transient_failures_under_xdist(pytester: pytest
     handler, count = _flaky_handler()
     out = pytester.path / "out.json"
     with FakeLLM(handler=handler) as llm:
-        result = pytester.runpytest(
+        result = pytester.runpytest_subprocess(
             "-n", "2",
             "--ctxbench-dataset=qa.jsonl",
             f"--ctxbench-proxy={llm.base_url}/v1",
@@ -74,7 +79,7 @@ def test_unreachable_endpoint_is_an_error_of_each_example_naming_the_url(pyteste
     with FakeLLM() as llm:
         url = llm.base_url
     # The server is stopped: connections are refused.
-    result = pytester.runpytest("--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={url}", "--ctxbench-proxy-name=gone")
+    result = pytester.runpytest_subprocess("--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={url}", "--ctxbench-proxy-name=gone")
     assert result.ret == 1
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*LLMError*{url}*"])
@@ -82,14 +87,14 @@ def test_unreachable_endpoint_is_an_error_of_each_example_naming_the_url(pyteste
 
 def test_proxy_option_errors(pytester: pytest.Pytester) -> None:
     pytester.makefile(".jsonl", qa='{"id": 1, "question": "q?", "answer": "a"}\n')
-    bad = pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=localhost:7878")
+    bad = pytester.runpytest_subprocess("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=localhost:7878")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["ERROR: --ctxbench-proxy must be an http(s) URL such as http://localhost:7878, given: 'localhost:7878'"])
-    names = pytester.runpytest(
+    names = pytester.runpytest_subprocess(
         "--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-proxy=http://h:2", "--ctxbench-proxy-name=a"
     )
     assert names.ret == pytest.ExitCode.USAGE_ERROR
     names.stderr.fnmatch_lines(["ERROR: --ctxbench-proxy-name was given 1 time(s) for 2 --ctxbench-proxy*"])
-    judge = pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-judge-model=x")
+    judge = pytester.runpytest_subprocess("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-judge-model=x")
     assert judge.ret == pytest.ExitCode.USAGE_ERROR
     judge.stderr.fnmatch_lines(["ERROR: --ctxbench-judge-model needs --ctxbench-judge-url*"])

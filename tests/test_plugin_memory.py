@@ -64,6 +64,9 @@ def test_one_item_per_question(pytester: pytest.Pytester, monkeypatch: pytest.Mo
     assert {r["metadata"]["qa_type"] for r in doc["rows"]} == {"single_hop", "temporal", "adversarial"}
     assert doc["summary"]["notes"]["error_rate"] == pytest.approx(1 / 3)
     assert doc["summary"]["notes"]["pass_rate"] == pytest.approx(2 / 3)
+    # The per-question-type breakdown, as evaluate_memory gives it.
+    assert doc["summary"]["notes"]["f1_single_hop"] == 1.0
+    assert doc["summary"]["notes"]["f1_adversarial"] == 0.0
     ingests = log.read_text().splitlines()
     if not extra:
         assert len(ingests) == 3  # once per conversation

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..gate import GateResult, check_gates, gates_from_limits
-from ..metrics import default_metrics, summarize
+from ..metrics import PerQATypeMetric, default_metrics, summarize
 from ..results import EvalRow
 
 __all__ = ["SuiteInfo", "Record", "RunReport", "build_run_report", "CLI_ORIGIN"]
@@ -102,6 +102,9 @@ def build_run_report(
             n_datasets=len(datasets),
             n_systems=len(labels),
         )
+        if any("qa_type" in r.metadata for r in rows):
+            # Memory questions: the breakdown by question type, as evaluate_memory.
+            metrics.append(PerQATypeMetric(info.score_field))
         per_system = summarize(rows, metrics, list(labels))
         suite_gates = gates_from_limits(info.limits)
         for system, label in labels.items():

@@ -298,6 +298,9 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
     class _Handler(BaseHTTPRequestHandler):
         # HTTP/1.1 keeps connections alive, so a client's pool is really reused.
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in separate writes: without TCP_NODELAY, Nagle's
+        # algorithm and the client's delayed ACK add ~40 ms to every reply.
+        disable_nagle_algorithm = True
 
         def log_message(self, format: str, *args: Any) -> None:
             return  # keep test output clean
