@@ -51,6 +51,12 @@ class State:
     dirs: dict[Any, pytest.Directory] = field(default_factory=dict)
     sent_origins: set[str] = field(default_factory=set)
     memory: MemoryCache = field(default_factory=MemoryCache)
+    baseline: Any = None
+
+    def fingerprints(self) -> dict[str, str]:
+        """Dataset tag → content fingerprint, for the datasets this process loaded."""
+        specs = list(self.specs.values()) + ([self.cli_spec] if self.cli_spec else [])
+        return {ds.tag: ds.fingerprint for spec in specs for ds in spec.datasets}
     controller: Controller | None = None
     _tokenizer: Callable[[str], int] | None = None
 
@@ -123,10 +129,19 @@ def pytest_configure(config: pytest.Config) -> None:
         parent = settings.json_path.parent
         if parent.exists() and not parent.is_dir():
             raise pytest.UsageError(f"--ctxbench-json: {parent} is not a directory")
+    if settings.baseline is not None and not is_worker(config):
+        # Read (and checked against the datasets) before any example runs.
+        from ..baseline import check_datasets, load_baseline
+
+        try:
+            state.baseline = load_baseline(settings.baseline)
+            check_datasets(state.baseline, state.fingerprints())
+        except CtxBenchError as exc:
+            raise pytest.UsageError(f"{settings.where['ctxbench_baseline']}: {_one_line(exc)}") from None
     if not is_worker(config):
         # Registered as a plugin so that it receives pytest_runtest_logreport for every
         # report, including those xdist replays from the workers.
-        state.controller = Controller(settings, __version__)
+        state.controller = Controller(settings, __version__, state.baseline, state.fingerprints)
         config.pluginmanager.register(state.controller, "ctxbench-controller")
     config.stash[STATE_KEY] = state
 

@@ -104,6 +104,33 @@ TEXT_FIELDS = _opt(
     "FIELDS",
 )
 
+SAVE_BASELINE = _opt(
+    "save-baseline",
+    "str",
+    "Write this run's rows and summary as a baseline to PATH (diff-friendly JSON, meant"
+    " to be committed and reviewed)",
+    "PATH",
+)
+BASELINE = _opt(
+    "baseline",
+    "str",
+    "Compare this run with the baseline at PATH, example by example",
+    "PATH",
+)
+MAX_DROP = _opt(
+    "max-drop",
+    "list",
+    "Gate against the baseline, repeatable: METRIC:AMOUNT (pass_rate:0.02,"
+    " mean_score:0.01, cost_of_pass:10%, latency_mean:20%). Fails only when the change"
+    " is both larger than AMOUNT and statistically significant",
+    "SPEC",
+)
+CONFIDENCE = _opt(
+    "confidence",
+    "float",
+    "Confidence of the baseline comparison's tests and intervals. Default: 0.95",
+    "X",
+)
 PROXY = _opt(
     "proxy",
     "list",
@@ -172,6 +199,10 @@ OPTIONS: tuple[Option, ...] = (
     JSON,
     TOKENIZER,
     TEXT_FIELDS,
+    SAVE_BASELINE,
+    BASELINE,
+    MAX_DROP,
+    CONFIDENCE,
     PROXY,
     PROXY_NAME,
     MODEL,
@@ -277,6 +308,10 @@ class Settings:
     data_dir: Path | None = None
     task: str | None = None
     proxies: tuple[tuple[str, str | None], ...] = ()
+    save_baseline: Path | None = None
+    baseline: Path | None = None
+    max_drops: dict[str, Any] = field(default_factory=dict)
+    confidence: float = 0.95
     model: str = "gpt-3.5-turbo"
     #: evaluator name -> constructor keyword arguments (from the code-* options)
     evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -353,6 +388,40 @@ class Settings:
                 raise pytest.UsageError(
                     f"{DATA_DIR.where(data_cli)} must be an existing directory, given: {data_raw!r}"
                 )
+        def path_of(opt: Option) -> Path | None:
+            raw, from_cli = get(opt)
+            if not raw:
+                return None
+            p = Path(str(raw))
+            return p if p.is_absolute() else (invdir if from_cli else inidir) / p
+
+        save_baseline = path_of(SAVE_BASELINE)
+        baseline = path_of(BASELINE)
+        drops_raw, drops_cli = get(MAX_DROP)
+        max_drops: dict[str, Any] = {}
+        if drops_raw:
+            from ..baseline import parse_tolerance
+            from ..errors import ConfigError
+
+            if baseline is None:
+                raise pytest.UsageError(
+                    f"{MAX_DROP.where(drops_cli)} needs {BASELINE.flag}=PATH (the run to"
+                    " compare with)"
+                )
+            for spec in drops_raw:
+                try:
+                    metric, tolerance = parse_tolerance(str(spec))
+                except ConfigError as exc:
+                    raise pytest.UsageError(f"{MAX_DROP.where(drops_cli)}: {exc}") from None
+                max_drops[metric] = tolerance
+        conf_raw, conf_cli = get(CONFIDENCE)
+        confidence = 0.95
+        if conf_raw is not None:
+            confidence = parse_float(conf_raw, CONFIDENCE.where(conf_cli), lo=0.0, hi=1.0, open_lo=True)
+            if confidence >= 1.0:
+                raise pytest.UsageError(
+                    f"{CONFIDENCE.where(conf_cli)} must be a number in (0, 1), given: {conf_raw!r}"
+                )
         proxies_raw, proxy_cli = get(PROXY)
         names_raw, names_cli = get(PROXY_NAME)
         urls = [str(u).strip() for u in proxies_raw]
@@ -428,6 +497,10 @@ class Settings:
             task=task,
             evaluator_options={**evaluator_options, **({"code_execution": code} if code else {})},
             proxies=proxies,
+            save_baseline=save_baseline,
+            baseline=baseline,
+            max_drops=max_drops,
+            confidence=confidence,
             model=str(model_raw or "gpt-3.5-turbo").strip(),
             text_fields=text_fields,
         )

@@ -46,9 +46,19 @@ def is_worker(config: pytest.Config) -> bool:
 class Controller:
     """Collects rows (``pytest_runtest_logreport``) and finishes the run once."""
 
-    def __init__(self, settings: Settings, version: str) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        version: str,
+        baseline: Any = None,
+        fingerprints: Any = None,
+    ) -> None:
         self.settings = settings
         self.version = version
+        self.baseline = baseline
+        self._fingerprints = fingerprints
+        self.comparison: Any = None
+        self.baseline_error: str | None = None
         self.records: list[Record] = []
         self.infos: dict[str, SuiteInfo] = {}
         self.lost: list[str] = []
@@ -109,15 +119,27 @@ class Controller:
         if not self.records and not self.lost:
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
-        if self.report.breaches and self.gate_enforced:
+        if self.baseline is not None:
+            from ..baseline import compare
+
+            self.comparison = compare(
+                self.baseline,
+                self.report,
+                self.settings.max_drops,
+                confidence=self.settings.confidence,
+            )
+        breached = bool(self.report.breaches) or bool(
+            self.comparison is not None and self.comparison.breaches
+        )
+        if breached and self.gate_enforced:
             # Too late to fail a test; the exit status comes from testsfailed
             # (the pytest-cov pattern), so the normal closing line still prints.
             session.testsfailed += 1
-        if self.settings.json_path is not None:
+        if self.settings.json_path is not None or self.settings.save_baseline is not None:
             self._write_json(session.config)
 
     def _write_json(self, config: pytest.Config) -> None:
-        assert self.report is not None and self.settings.json_path is not None
+        assert self.report is not None
         workers = getattr(config.option, "numprocesses", None)
         run: dict[str, Any] = {
             "python": platform.python_version(),
@@ -138,13 +160,30 @@ class Controller:
             },
         }
         doc = to_json_dict(self.report, run=run, gates_enforced=self.gate_enforced, version=self.version)
-        path: Path = self.settings.json_path
-        try:
-            write_json(doc, path)
-        except OSError as exc:
-            # Nothing computed is lost: the table still prints, the error is named.
-            self.json_error = f"could not write the JSON report to {path}: {exc.strerror or exc}"
-            warnings.warn(CtxBenchWarning(self.json_error), stacklevel=1)
+        if self.settings.json_path is not None:
+            path: Path = self.settings.json_path
+            try:
+                write_json(doc, path)
+            except OSError as exc:
+                # Nothing computed is lost: the table still prints, the error is named.
+                self.json_error = f"could not write the JSON report to {path}: {exc.strerror or exc}"
+                warnings.warn(CtxBenchWarning(self.json_error), stacklevel=1)
+        if self.settings.save_baseline is not None:
+            from ..baseline import git_commit, write_baseline
+
+            try:
+                write_baseline(
+                    self.settings.save_baseline,
+                    doc,
+                    git_commit=git_commit(config.rootpath),
+                    dataset_fingerprints=self._fingerprints() if self._fingerprints else None,
+                )
+            except OSError as exc:
+                self.baseline_error = (
+                    f"could not write the baseline to {self.settings.save_baseline}:"
+                    f" {exc.strerror or exc}"
+                )
+                warnings.warn(CtxBenchWarning(self.baseline_error), stacklevel=1)
 
     def terminal_summary(self, terminalreporter: Any) -> None:
         if self.report is None:
@@ -153,8 +192,19 @@ class Controller:
         tr.write_sep("=", "ctxbench summary")
         for text, markup in render_lines(self.report, gate_enforced=self.gate_enforced):
             tr.write_line(text, **markup)
+        if self.comparison is not None:
+            tr.write_line("")
+            tr.write_line("baseline comparison:", bold=True)
+            for text in self.comparison.lines():
+                failed = "FAILED" in text or "breached" in text
+                tr.write_line(text, **({"red": True} if failed and self.gate_enforced else {}))
         if self.settings.json_path is not None:
             if self.json_error:
                 tr.write_line(self.json_error, red=True)
             else:
                 tr.write_line(f"JSON report: {self.settings.json_path}")
+        if self.settings.save_baseline is not None:
+            if self.baseline_error:
+                tr.write_line(self.baseline_error, red=True)
+            else:
+                tr.write_line(f"baseline saved: {self.settings.save_baseline}")
