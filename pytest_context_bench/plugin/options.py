@@ -224,22 +224,26 @@ GATE_OPTIONS = {
 }
 
 
+def _argparse_help(opt: Option) -> str:
+    return opt.help.replace("%", "%%")  # argparse %-formats help strings
+
+
 def addoptions(parser: pytest.Parser) -> None:
     group = parser.getgroup("ctxbench", "LLM regression benchmarks (pytest-context-bench)")
     for opt in OPTIONS:
         if opt.kind == "list":
             group.addoption(opt.flag, action="append", dest=opt.dest, default=None,
-                            metavar=opt.metavar, help=opt.help)
+                            metavar=opt.metavar, help=_argparse_help(opt))
             parser.addini(opt.ini, opt.help, type="linelist", default=[])
         elif opt.kind == "bool":
             group.addoption(opt.flag, action="store_true", dest=opt.dest, default=None,
-                            help=opt.help)
+                            help=_argparse_help(opt))
             parser.addini(opt.ini, opt.help, type="bool", default=False)
         else:
             # Numbers are parsed by us (from both sources) so that the error names the
             # flag or the ini key and shows the expected form.
             group.addoption(opt.flag, action="store", dest=opt.dest, default=None,
-                            metavar=opt.metavar, help=opt.help)
+                            metavar=opt.metavar, help=_argparse_help(opt))
             parser.addini(opt.ini, opt.help, type="string", default="")
 
 
