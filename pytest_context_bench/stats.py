@@ -53,6 +53,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from statistics import NormalDist
 
 from .errors import ConfigError
 from .metrics.stats import mean, percentile
@@ -68,6 +69,8 @@ __all__ = [
     "one_sample_test",
     "paired_ratio_test",
     "paired_test",
+    "summary_interval",
+    "EXACT_BOOTSTRAP_MAX",
 ]
 
 #: Default number of bootstrap / permutation resamples.
@@ -574,3 +577,66 @@ def drop_verdict(
         f" {_f(bound)} > {_f(tol)})."
     )
     return DropVerdict(True, reason, tol, drop, bound)
+
+
+#: Up to this many values, :func:`summary_interval` resamples; above, the bootstrap
+#: distribution of a mean is normal to well within its own resampling noise.
+EXACT_BOOTSTRAP_MAX = 1000
+
+
+def _binomial_quantiles(n: int, k: int, confidence: float) -> tuple[float, float]:
+    """The percentile bootstrap interval of a 0/1 mean, computed exactly.
+
+    Resampling n values of which k are 1 gives a Binomial(n, k/n) count, so the
+    bootstrap distribution's quantiles come from the binomial CDF: no resampling.
+    """
+    p = k / n
+    alpha = 1.0 - confidence
+    lo_q, hi_q = alpha / 2.0, 1.0 - alpha / 2.0
+    log_p, log_q = math.log(p), math.log1p(-p)
+    cdf = 0.0
+    lo = hi = None
+    for j in range(n + 1):
+        log_pmf = (
+            math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)
+            + j * log_p + (n - j) * log_q
+        )
+        cdf += math.exp(log_pmf)
+        if lo is None and cdf >= lo_q:
+            lo = j
+        if cdf >= hi_q - 1e-12:
+            hi = j
+            break
+    assert lo is not None
+    return lo / n, (n if hi is None else hi) / n
+
+
+def summary_interval(
+    values: Sequence[float], confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """The confidence interval of a mean shown in the summary table.
+
+    The percentile bootstrap, computed exactly for 0/1 values (pass outcomes: the
+    binomial quantiles the resampling converges to), by :func:`bootstrap_mean_ci`
+    up to :data:`EXACT_BOOTSTRAP_MAX` values, and by the normal approximation of the
+    bootstrap distribution above that, so that a 100,000-example run does not spend
+    minutes resampling.
+
+    :return: ``(low, high)``; ``(nan, nan)`` for no values.
+    """
+    _check_confidence(confidence)
+    data = [float(v) for v in values]
+    if not data:
+        return math.nan, math.nan
+    n = len(data)
+    if min(data) == max(data):
+        return data[0], data[0]
+    if _is_binary(data):
+        return _binomial_quantiles(n, int(sum(data)), confidence)
+    if n <= EXACT_BOOTSTRAP_MAX:
+        return bootstrap_mean_ci(data, confidence, N_RESAMPLES, seed)
+    m = math.fsum(data) / n
+    sd = math.sqrt(math.fsum((x - m) ** 2 for x in data) / n)
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    half = z * sd / math.sqrt(n)
+    return m - half, m + half

@@ -358,3 +358,35 @@ def test_result_is_a_plain_frozen_dataclass() -> None:
     assert "boot_diffs" not in repr(r)
     with pytest.raises(AttributeError):
         r.n = 3  # type: ignore[misc]
+
+
+def test_summary_interval_binary_is_the_exact_bootstrap() -> None:
+    from pytest_context_bench.stats import bootstrap_mean_ci, summary_interval
+
+    values = [1.0] * 30 + [0.0] * 10
+    exact = summary_interval(values)
+    resampled = bootstrap_mean_ci(values, n_resamples=20000, seed=3)
+    assert exact[0] == pytest.approx(resampled[0], abs=0.03)
+    assert exact[1] == pytest.approx(resampled[1], abs=0.03)
+    assert exact[0] < 0.75 < exact[1]
+    assert summary_interval([1.0, 1.0]) == (1.0, 1.0)
+    assert all(math.isnan(x) for x in summary_interval([]))
+
+
+def test_summary_interval_large_runs_use_the_normal_limit_quickly() -> None:
+    import random
+    import time
+
+    from pytest_context_bench.stats import EXACT_BOOTSTRAP_MAX, bootstrap_mean_ci, summary_interval
+
+    rng = random.Random(1)
+    values = [rng.random() for _ in range(20000)]
+    start = time.process_time()
+    lo, hi = summary_interval(values)
+    assert time.process_time() - start < 1.0
+    assert lo < sum(values) / len(values) < hi
+    small = values[:EXACT_BOOTSTRAP_MAX]
+    assert summary_interval(small) == bootstrap_mean_ci(small)
+    # Binary data of any size takes the exact path.
+    lo, hi = summary_interval([float(rng.random() < 0.7) for _ in range(50000)])
+    assert 0.69 < lo < 0.7 < hi < 0.71 or 0.69 < lo < hi < 0.71

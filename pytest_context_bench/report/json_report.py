@@ -59,6 +59,7 @@ def to_json_dict(
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "run": run,
         "summary": report.summary,
+        "intervals": report.intervals,
         "suites": report.suites,
         "gates": [g.to_dict() for g in report.gates],
         "gates_enforced": gates_enforced,

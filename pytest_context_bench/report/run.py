@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..gate import GateResult, check_gates, gates_from_limits
-from ..metrics import PerQATypeMetric, default_metrics, summarize
+from ..metrics import PerQATypeMetric, default_metrics, row_score, summarize
+from ..stats import summary_interval
 from ..results import EvalRow
 
 __all__ = ["SuiteInfo", "Record", "RunReport", "build_run_report", "CLI_ORIGIN"]
@@ -62,6 +63,8 @@ class RunReport:
     gates: list[GateResult]
     records: list[Record]
     lost: list[str] = field(default_factory=list)
+    #: suite → {"mean_score": [low, high], "pass_rate": [low, high]}: 95% intervals
+    intervals: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
     @property
     def breaches(self) -> list[GateResult]:
@@ -87,6 +90,7 @@ def build_run_report(
     suites: list[dict[str, Any]] = []
     gates: list[GateResult] = []
     ordered: list[Record] = []
+    intervals: dict[str, dict[str, list[float]]] = {}
     for origin in origins:
         info = infos.get(origin, SuiteInfo(origin))
         recs = sorted(by_origin[origin], key=lambda r: (r.order, r.suite))
@@ -122,4 +126,18 @@ def build_run_report(
                 }
             )
             gates.extend(check_gates(label, per_system[system], suite_gates))
-    return RunReport(summary, suites, gates, ordered, sorted(set(lost)))
+            intervals[label] = _intervals(
+                [r for r in rows if r.system == system], info.score_field, info.threshold
+            )
+    return RunReport(summary, suites, gates, ordered, sorted(set(lost)), intervals)
+
+
+def _intervals(rows: list[EvalRow], field: str | None, threshold: float) -> dict[str, list[float]]:
+    """95% intervals of the mean score and the pass rate (see stats.summary_interval)."""
+    scores = [s for s in (row_score(r, field) for r in rows) if s is not None]
+    passes = [1.0 if s >= threshold and r.error is None else 0.0
+              for r in rows for s in [row_score(r, field)] if s is not None]
+    return {
+        "mean_score": list(summary_interval(scores)),
+        "pass_rate": list(summary_interval(passes)),
+    }

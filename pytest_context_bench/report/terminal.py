@@ -56,11 +56,17 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
         return [("no example was scored", {"yellow": True})]
     labels = list(report.summary)
     present = [c for c in _COLUMNS if any(c[0] in report.summary[s] for s in labels)]
-    table = [
-        [label] + [fmt_value(report.summary[label].get(key), kind) for key, _, kind in present]
-        for label in labels
+    def cell(label: str, key: str, kind: str) -> str:
+        text = fmt_value(report.summary[label].get(key), kind)
+        ci = report.intervals.get(label, {}).get(key)
+        if ci and not any(math.isnan(x) for x in ci):
+            text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
+        return text
+
+    table = [[label] + [cell(label, key, kind) for key, _, kind in present] for label in labels]
+    headers = ["suite"] + [
+        f"{h} [95% CI]" if key in ("mean_score", "pass_rate") else h for key, h, _ in present
     ]
-    headers = ["suite"] + [h for _, h, _ in present]
     for text in tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines():
         lines.append((text, {}))
 
