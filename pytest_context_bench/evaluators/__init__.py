@@ -8,17 +8,20 @@ for the others, so a run mixing families never gets a made-up 0 or 1.
 
 from __future__ import annotations
 
+import importlib
 import threading
-from typing import Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .answer_quality import AnswerQuality
-from .code_execution import CodeExecution
-from .ifeval import IFEvalChecker
-from .judges import AnswerCorrectness, JudgeError, LLMJudge, MemoryJudge
-from .math_equivalence import MathEquivalence
-from .multiple_choice import MultipleChoiceAccuracy, extract_choice
-from .nli import NLILabelMatch, extract_label
-from .summarization import SummarizationQuality
+
+if TYPE_CHECKING:
+    from .code_execution import CodeExecution
+    from .ifeval import IFEvalChecker
+    from .judges import AnswerCorrectness, JudgeError, LLMJudge, MemoryJudge
+    from .math_equivalence import MathEquivalence
+    from .multiple_choice import MultipleChoiceAccuracy, extract_choice
+    from .nli import NLILabelMatch, extract_label
+    from .summarization import SummarizationQuality
 
 __all__ = [
     "AnswerQuality",
@@ -38,16 +41,43 @@ __all__ = [
     "evaluators_for",
 ]
 
-#: family → factories of the evaluators it adds to AnswerQuality, in order.
-#: (Its primary score is ``datasets.PRIMARY_SCORE[family]``.)
-FAMILY_EVALUATORS: dict[str, tuple[Callable[[], Any], ...]] = {
+# Imported on first use (PEP 562): a QA run should not pay for httpx, the sandbox,
+# SymPy's bridge or the IFEval tables (about 10 MB and 100 ms at import).
+_LAZY = {
+    "AnswerCorrectness": "judges",
+    "JudgeError": "judges",
+    "LLMJudge": "judges",
+    "MemoryJudge": "judges",
+    "CodeExecution": "code_execution",
+    "IFEvalChecker": "ifeval",
+    "MathEquivalence": "math_equivalence",
+    "SummarizationQuality": "summarization",
+    "MultipleChoiceAccuracy": "multiple_choice",
+    "extract_choice": "multiple_choice",
+    "NLILabelMatch": "nli",
+    "extract_label": "nli",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+#: family → the evaluators (class names in this package) it adds to AnswerQuality,
+#: in order. (Its primary score is ``datasets.PRIMARY_SCORE[family]``.)
+FAMILY_EVALUATORS: dict[str, tuple[str, ...]] = {
     "qa": (),
-    "summarization": (SummarizationQuality,),
-    "math": (MathEquivalence,),
-    "multiple_choice": (MultipleChoiceAccuracy,),
-    "nli": (NLILabelMatch,),
-    "ifeval": (IFEvalChecker,),
-    "code": (CodeExecution,),
+    "summarization": ("SummarizationQuality",),
+    "math": ("MathEquivalence",),
+    "multiple_choice": ("MultipleChoiceAccuracy",),
+    "nli": ("NLILabelMatch",),
+    "ifeval": ("IFEvalChecker",),
+    "code": ("CodeExecution",),
     # LLMJudge / MemoryJudge are wired when a judge endpoint is configured.
     "conversation": (),
     "memory": (),
@@ -75,12 +105,13 @@ def evaluators_for(
     a pre-started sandbox parent, which every example of the run reuses.
     """
     out: list[Any] = [AnswerQuality()]
-    seen: set[Callable[[], Any]] = set()
+    seen: set[str] = set()
     for family in sorted(set(families)):
-        for factory in FAMILY_EVALUATORS.get(family, ()):
-            if factory in seen:
+        for class_name in FAMILY_EVALUATORS.get(family, ()):
+            if class_name in seen:
                 continue
-            seen.add(factory)
+            seen.add(class_name)
+            factory: Callable[..., Any] = __getattr__(class_name)
             kwargs = dict((options or {}).get(getattr(factory, "name", ""), {}))
             key = (factory, tuple(sorted(kwargs.items())))
             with _shared_lock:
@@ -91,7 +122,9 @@ def evaluators_for(
     judge = (options or {}).get("judge")
     if judge:
         fams = set(families)
-        judge_class: Callable[..., Any] = MemoryJudge if fams == {"memory"} else LLMJudge
+        judge_class: Callable[..., Any] = __getattr__(
+            "MemoryJudge" if fams == {"memory"} else "LLMJudge"
+        )
         key = (judge_class, tuple(sorted(judge.items())))
         with _shared_lock:
             ev = _shared.get(key)
