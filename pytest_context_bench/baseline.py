@@ -32,17 +32,18 @@ import json
 import math
 import os
 import subprocess
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._files import atomic_write_text
 from .errors import ConfigError
 from .metrics import row_score
 from .report.run import Record, RunReport
 from .results import EvalRow, from_json_safe, json_safe
 from .stats import (
+    format_number,
     N_RESAMPLES,
     DropVerdict,
     PairedResult,
@@ -267,19 +268,7 @@ def write_baseline(
     else:
         base = baseline_document(doc, git_commit=git_commit, dataset_fingerprints=dataset_fingerprints)
     text = render_baseline(base)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_text(path, text)
 
 
 # ------------------------------------------------------------------------------- load
@@ -533,11 +522,7 @@ class Comparison:
 
 
 def _fmt(x: float) -> str:
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:.4g}"
+    return format_number(x)
 
 
 def _signed(x: float) -> str:

@@ -467,7 +467,8 @@ class DropVerdict:
     bound: float = math.nan
 
 
-def _f(x: float) -> str:
+def format_number(x: float) -> str:
+    """``inf``/``-inf``/``nan`` or 4 significant digits (the comparison's numbers)."""
     if math.isnan(x):
         return "nan"
     if math.isinf(x):
@@ -495,7 +496,7 @@ def describe_test(result: PairedResult) -> str:
     if result.discordant is not None:
         text += f" ({result.discordant[0]} pass→fail, {result.discordant[1]} fail→pass)"
     pct = f"{result.confidence * 100:g}%"
-    return text + f", {pct} interval of the change [{_f(result.ci_low)}, {_f(result.ci_high)}]"
+    return text + f", {pct} interval of the change [{format_number(result.ci_low)}, {format_number(result.ci_high)}]"
 
 
 def drop_verdict(
@@ -538,7 +539,7 @@ def drop_verdict(
     tol = tolerance * abs(result.mean_before) if relative else float(tolerance)
     if relative and math.isnan(tol):
         tol = math.inf
-    tol_text = f"{_f(tolerance * 100)}% of {_f(result.mean_before)} = {_f(tol)}" if relative else _f(tol)
+    tol_text = f"{format_number(tolerance * 100)}% of {format_number(result.mean_before)} = {format_number(tol)}" if relative else format_number(tol)
     if result.n == 0 or math.isnan(result.diff):
         return DropVerdict(False, f"{name} passed: no paired examples to compare, nothing was tested.", tol)
     sign = 1.0 if higher_is_better else -1.0
@@ -549,32 +550,32 @@ def drop_verdict(
     alpha = 1.0 - confidence
     verb_worse = "fell" if higher_is_better else "rose"
     verb_better = "rose" if higher_is_better else "fell"
-    change = f"({_f(result.mean_before)} → {_f(result.mean_after)}, n = {result.n})"
+    change = f"({format_number(result.mean_before)} → {format_number(result.mean_after)}, n = {result.n})"
     evidence = describe_test(result)
     pct = f"{confidence * 100:g}%"
     if not drop > tol:
         if drop <= 0:
-            what = f"{verb_better} by {_f(-drop)}" if drop < 0 else "did not change"
+            what = f"{verb_better} by {format_number(-drop)}" if drop < 0 else "did not change"
             reason = f"{name} passed: it {what} {change}; {evidence}."
         else:
             reason = (
-                f"{name} passed: it {verb_worse} by {_f(drop)} {change}, within the tolerance "
+                f"{name} passed: it {verb_worse} by {format_number(drop)} {change}, within the tolerance "
                 f"{tol_text}; {evidence}."
             )
         return DropVerdict(False, reason, tol, drop, bound)
-    head = f"{name} {verb_worse} by {_f(drop)} {change}, more than the tolerance {tol_text}"
+    head = f"{name} {verb_worse} by {format_number(drop)} {change}, more than the tolerance {tol_text}"
     if not p <= alpha:
-        reason = f"{name} passed: it {verb_worse} by {_f(drop)} {change} but not significantly: {evidence}, p > {_p(alpha)}."
+        reason = f"{name} passed: it {verb_worse} by {format_number(drop)} {change} but not significantly: {evidence}, p > {_p(alpha)}."
         return DropVerdict(False, reason, tol, drop, bound)
     if not bound > tol:
         reason = (
-            f"{name} passed: it {verb_worse} significantly by {_f(drop)} {change} ({evidence}), but the drop"
-            f" is not significantly larger than the tolerance: its one-sided {pct} bound {_f(bound)} <= {_f(tol)}."
+            f"{name} passed: it {verb_worse} significantly by {format_number(drop)} {change} ({evidence}), but the drop"
+            f" is not significantly larger than the tolerance: its one-sided {pct} bound {format_number(bound)} <= {format_number(tol)}."
         )
         return DropVerdict(False, reason, tol, drop, bound)
     reason = (
         f"{head}: FAILED, significant at {pct} ({evidence}; one-sided {pct} bound on the drop"
-        f" {_f(bound)} > {_f(tol)})."
+        f" {format_number(bound)} > {format_number(tol)})."
     )
     return DropVerdict(True, reason, tol, drop, bound)
 

@@ -25,11 +25,10 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.resources
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from .._files import atomic_write_text
 from ..results import json_safe
 from .run import RunReport
 
@@ -71,16 +70,5 @@ def to_json_dict(
 
 def write_json(doc: dict[str, Any], path: Path) -> None:
     """Write ``doc`` to ``path`` atomically (temporary file + ``os.replace``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_text(path, text)
