@@ -89,9 +89,42 @@ def test_baseline_errors_are_usage_errors(bench: pytest.Pytester) -> None:
     bench.runpytest(*base, "--ctxbench-save-baseline=base.json")
     bad_spec = bench.runpytest(*base, "--ctxbench-baseline=base.json", "--ctxbench-max-drop=accuracy:1")
     assert bad_spec.ret == pytest.ExitCode.USAGE_ERROR
-    bad_spec.stderr.fnmatch_lines(["ERROR: --ctxbench-max-drop: *accuracy*"])
+    bad_spec.stderr.fnmatch_lines(["ERROR: --ctxbench-max-drop 'accuracy:1': unknown metric 'accuracy'*"])
     # Another dataset content under the same tag is an incompatible baseline.
     bench.makefile(".jsonl", qa=qa_lines(81))
     changed = bench.runpytest(*base, "--ctxbench-baseline=base.json")
     assert changed.ret == pytest.ExitCode.USAGE_ERROR
     changed.stderr.fnmatch_lines(["ERROR: --ctxbench-baseline: *qa*"])
+
+
+def test_gate_that_compares_nothing_fails(bench: pytest.Pytester) -> None:
+    bench.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=bsys:good", "--ctxbench-save-baseline=base.json")
+    (bench.path / "qa2.jsonl").write_text((bench.path / "qa.jsonl").read_text())
+    out = bench.path / "r.json"
+    result = bench.runpytest(
+        "--ctxbench-dataset=qa2.jsonl", "--ctxbench-system=bsys:good", "--ctxbench-baseline=base.json",
+        "--ctxbench-max-drop=pass_rate:0.02", f"--ctxbench-json={out}",
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*FAILED sys: the max-drop gates compared no example*"])
+    doc = json.loads(out.read_text())
+    assert doc["baseline_comparison"]["unevaluated"] == ["sys"]
+
+
+def test_marked_dataset_changed_since_the_baseline(bench: pytest.Pytester) -> None:
+    bench.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", limit=5)
+        def test_qa(ctxbench_example, ctxbench_record):
+            ctxbench_record({**ctxbench_example, "response": ctxbench_example["answer"]})
+        """
+    )
+    saved = bench.runpytest("-n", "2", "--ctxbench-save-baseline=m.json")
+    assert saved.ret == 0
+    assert json.loads((bench.path / "m.json").read_text())["datasets"]["qa"]
+    bench.makefile(".jsonl", qa=qa_lines(80).replace("city 3", "town 3"))
+    result = bench.runpytest("--ctxbench-baseline=m.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*baseline not compared: *qa*"])

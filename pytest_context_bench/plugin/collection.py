@@ -85,6 +85,7 @@ class SuiteSpec:
             "limits": dict(self.limits),
             "strict": self.strict,
             "datasets": [ds.tag for ds in self.datasets],
+            "fingerprints": {ds.tag: ds.fingerprint for ds in self.datasets},
         }
 
 

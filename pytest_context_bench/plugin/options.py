@@ -416,15 +416,24 @@ class Settings:
                 try:
                     metric, tolerance = parse_tolerance(str(spec))
                 except ConfigError as exc:
-                    raise pytest.UsageError(f"{MAX_DROP.where(drops_cli)}: {exc}") from None
+                    # The message starts with the flag; name the ini key instead when
+                    # the value came from there.
+                    text = str(exc)
+                    if not drops_cli and text.startswith(MAX_DROP.flag):
+                        text = MAX_DROP.where(False) + text[len(MAX_DROP.flag) :]
+                    raise pytest.UsageError(text) from None
                 max_drops[metric] = tolerance
         conf_raw, conf_cli = get(CONFIDENCE)
         confidence = 0.95
         if conf_raw is not None:
-            confidence = parse_float(conf_raw, CONFIDENCE.where(conf_cli), lo=0.0, hi=1.0, open_lo=True)
-            if confidence >= 1.0:
+            try:
+                confidence = parse_float(conf_raw, CONFIDENCE.where(conf_cli), lo=0.0, hi=1.0, open_lo=True)
+            except pytest.UsageError:
+                confidence = math.nan
+            if not 0.0 < confidence < 1.0:
                 raise pytest.UsageError(
-                    f"{CONFIDENCE.where(conf_cli)} must be a number in (0, 1), given: {conf_raw!r}"
+                    f"{CONFIDENCE.where(conf_cli)} must be a number in (0, 1), e.g. 0.95,"
+                    f" given: {conf_raw!r}"
                 )
         proxies_raw, proxy_cli = get(PROXY)
         names_raw, names_cli = get(PROXY_NAME)

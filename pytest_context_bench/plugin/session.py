@@ -17,7 +17,7 @@ import pytest
 
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
 from ..report.run import Record, SuiteInfo
-from ..results import EvalRow
+from ..results import EvalRow, json_safe
 from .options import Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
@@ -81,6 +81,13 @@ class Controller:
     def gate_enforced(self) -> bool:
         return not self.settings.no_gate
 
+    def fingerprints(self) -> dict[str, str]:
+        """Dataset tag → fingerprint: from this process and from every suite's reports."""
+        out = dict(self._fingerprints()) if self._fingerprints else {}
+        for info in self.infos.values():
+            out.update(info.fingerprints)
+        return out
+
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         payload = read_payload(report)
@@ -120,16 +127,36 @@ class Controller:
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
         if self.baseline is not None:
-            from ..baseline import compare
+            from ..baseline import check_datasets, compare
+            from ..errors import ConfigError
 
+            try:
+                # Marked tests' datasets are known only now (under xdist the
+                # controller never loads them): a changed one voids the comparison.
+                check_datasets(self.baseline, self.fingerprints())
+            except ConfigError as exc:
+                self.baseline_error = f"baseline not compared: {exc}"
+                session.testsfailed += 1
+                self.baseline = None
+        if self.baseline is not None:
             self.comparison = compare(
                 self.baseline,
                 self.report,
                 self.settings.max_drops,
                 confidence=self.settings.confidence,
             )
-        breached = bool(self.report.breaches) or bool(
-            self.comparison is not None and self.comparison.breaches
+        self.unevaluated: list[str] = []
+        if self.comparison is not None and self.settings.max_drops:
+            # A max-drop gate that compared nothing must not pass silently: a renamed
+            # dataset file or System would otherwise walk around it.
+            self.unevaluated = sorted(
+                [s.suite for s in self.comparison.suites if s.n_matched == 0]
+                + list(self.comparison.only_baseline)
+            )
+        breached = (
+            bool(self.report.breaches)
+            or bool(self.comparison is not None and self.comparison.breaches)
+            or bool(self.unevaluated)
         )
         if breached and self.gate_enforced:
             # Too late to fail a test; the exit status comes from testsfailed
@@ -160,6 +187,31 @@ class Controller:
             },
         }
         doc = to_json_dict(self.report, run=run, gates_enforced=self.gate_enforced, version=self.version)
+        if self.comparison is not None:
+            doc["baseline_comparison"] = json_safe(
+                {
+                    "baseline": str(self.comparison.baseline_path),
+                    "confidence": self.comparison.confidence,
+                    "unevaluated": list(self.unevaluated),
+                    "metrics": [
+                        {
+                            "suite": m.suite,
+                            "metric": m.metric,
+                            "then": m.then,
+                            "now": m.now,
+                            "change": m.result.diff,
+                            "ci_low": m.result.ci_low,
+                            "ci_high": m.result.ci_high,
+                            "test": m.result.test,
+                            "p_value": m.result.p_value,
+                            "tolerance": None if m.tolerance is None else str(m.tolerance),
+                            "passed": not m.failed,
+                        }
+                        for s in self.comparison.suites
+                        for m in s.metrics
+                    ],
+                }
+            )
         if self.settings.json_path is not None:
             path: Path = self.settings.json_path
             try:
@@ -176,7 +228,7 @@ class Controller:
                     self.settings.save_baseline,
                     doc,
                     git_commit=git_commit(config.rootpath),
-                    dataset_fingerprints=self._fingerprints() if self._fingerprints else None,
+                    dataset_fingerprints=self.fingerprints(),
                 )
             except OSError as exc:
                 self.baseline_error = (
@@ -187,6 +239,8 @@ class Controller:
 
     def terminal_summary(self, terminalreporter: Any) -> None:
         if self.report is None:
+            if self.baseline_error:
+                terminalreporter.write_line(self.baseline_error, red=True)
             return
         tr = terminalreporter
         tr.write_sep("=", "ctxbench summary")
@@ -198,13 +252,19 @@ class Controller:
             for text in self.comparison.lines():
                 failed = "FAILED" in text or "breached" in text
                 tr.write_line(text, **({"red": True} if failed and self.gate_enforced else {}))
+            for suite in self.unevaluated:
+                tr.write_line(
+                    f"FAILED {suite}: the max-drop gates compared no example of this"
+                    " baseline suite (renamed dataset or System?); re-create the"
+                    " baseline with --ctxbench-save-baseline if the change is intended",
+                    **({"red": True} if self.gate_enforced else {}),
+                )
         if self.settings.json_path is not None:
             if self.json_error:
                 tr.write_line(self.json_error, red=True)
             else:
                 tr.write_line(f"JSON report: {self.settings.json_path}")
-        if self.settings.save_baseline is not None:
-            if self.baseline_error:
-                tr.write_line(self.baseline_error, red=True)
-            else:
-                tr.write_line(f"baseline saved: {self.settings.save_baseline}")
+        if self.baseline_error:
+            tr.write_line(self.baseline_error, red=True)
+        elif self.settings.save_baseline is not None:
+            tr.write_line(f"baseline saved: {self.settings.save_baseline}")

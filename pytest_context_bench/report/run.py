@@ -32,6 +32,7 @@ class SuiteInfo:
     limits: dict[str, float | None] = field(default_factory=dict)
     strict: bool = False
     datasets: tuple[str, ...] = ()
+    fingerprints: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> SuiteInfo:
@@ -42,6 +43,7 @@ class SuiteInfo:
             limits={str(k): (None if v is None else float(v)) for k, v in data.get("limits", {}).items()},
             strict=bool(data.get("strict", False)),
             datasets=tuple(data.get("datasets", ())),
+            fingerprints={str(k): str(v) for k, v in (data.get("fingerprints") or {}).items()},
         )
 
 
