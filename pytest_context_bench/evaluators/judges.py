@@ -115,7 +115,34 @@ Rate the response against the reference answer on a scale of 1 to 5:
 Reply with only the rating, a single integer from 1 to 5."""
 
 
-class LLMJudge:
+class _JudgeBase:
+    """What the single-call judges share: a model and one pooled client."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        retry_base_delay: float,
+        client: LLMClient | None,
+    ) -> None:
+        self.model = model
+        self.client = client or LLMClient(
+            base_url,
+            api_key,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_base_delay=retry_base_delay,
+        )
+
+    def __repr__(self) -> str:
+        # The client's repr redacts the key; never show the key here either.
+        return f"{type(self).__name__}(model={self.model!r}, client={self.client!r})"
+
+
+class LLMJudge(_JudgeBase):
     """An LLM rates the response from 1 to 5 against the reference; key ``judge_score``.
 
     ``judge_score = (rating - 1) / 4``, so 0.0, 0.25, 0.5, 0.75 or 1.0.
@@ -152,18 +179,10 @@ class LLMJudge:
         max_tokens: int = 16,
         client: LLMClient | None = None,
     ) -> None:
-        self.model = model
-        self.max_tokens = max_tokens
-        self.client = client or LLMClient(
-            base_url,
-            api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_base_delay=retry_base_delay,
+        _JudgeBase.__init__(
+            self, base_url, model, api_key, timeout, max_retries, retry_base_delay, client
         )
-
-    def __repr__(self) -> str:
-        return f"LLMJudge(model={self.model!r}, client={self.client!r})"
+        self.max_tokens = max_tokens
 
     def score(
         self, original: dict[str, Any], processed: dict[str, Any]
@@ -235,7 +254,7 @@ answer. Small differences in wording and extra context are acceptable.
 Start your reply with YES or NO, then give a one-sentence reason."""
 
 
-class MemoryJudge:
+class MemoryJudge(_JudgeBase):
     """An LLM says YES/NO: does the answer carry the gold's essential information?
 
     Keys ``memory_judge`` and ``memory_judge_raw`` (equal; ``raw`` is reserved for
@@ -272,17 +291,9 @@ class MemoryJudge:
         retry_base_delay: float = 1.0,
         client: LLMClient | None = None,
     ) -> None:
-        self.model = model
-        self.client = client or LLMClient(
-            base_url,
-            api_key,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_base_delay=retry_base_delay,
+        _JudgeBase.__init__(
+            self, base_url, model, api_key, timeout, max_retries, retry_base_delay, client
         )
-
-    def __repr__(self) -> str:
-        return f"MemoryJudge(model={self.model!r}, client={self.client!r})"
 
     def score(
         self, original: dict[str, Any], processed: dict[str, Any]
