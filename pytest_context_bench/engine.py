@@ -217,6 +217,22 @@ def check_unique_names(systems: Iterable[Any]) -> None:
         seen[s.name] = s
 
 
+def prepare_run(
+    systems: Any, check: Callable[..., None], max_examples: int | None, *, caller: str
+) -> list[Any]:
+    """The systems as a checked list with unique names, and ``max_examples`` checked
+    (shared by :func:`evaluate` and ``evaluate_memory``)."""
+    system_list = list(systems) if isinstance(systems, (list, tuple)) else [systems]
+    if not system_list:
+        raise ConfigError(f"{caller}() needs at least one system.")
+    for i, s in enumerate(system_list):
+        check(s, origin=f"systems[{i}]")
+    check_unique_names(system_list)
+    if max_examples is not None and max_examples < 0:
+        raise ConfigError(f"max_examples must be >= 0, got {max_examples}.")
+    return system_list
+
+
 def _examples(dataset: Any, max_examples: int | None) -> tuple[list[dict[str, Any]], Any]:
     """Materialise ``dataset`` (a spec string, a Dataset or an iterable of dicts)."""
     from .datasets import resolve_dataset
@@ -299,16 +315,9 @@ def evaluate(
     from .metrics import default_metrics, summarize
     from .tokens import resolve_tokenizer
 
-    system_list = list(systems) if isinstance(systems, (list, tuple)) else [systems]
-    if not system_list:
-        raise ConfigError("evaluate() needs at least one system.")
     from .importing import check_system
 
-    for i, s in enumerate(system_list):
-        check_system(s, origin=f"systems[{i}]")
-    check_unique_names(system_list)
-    if max_examples is not None and max_examples < 0:
-        raise ConfigError(f"max_examples must be >= 0, got {max_examples}.")
+    system_list = prepare_run(systems, check_system, max_examples, caller="evaluate")
     if max_workers is not None and max_workers < 1:
         raise ConfigError(f"max_workers must be >= 1, got {max_workers}.")
     examples, source = _examples(dataset, max_examples)

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .engine import _error, _examples, _primary_for, check_unique_names, score_processed
+from .engine import _error, _examples, _primary_for, prepare_run, score_processed
 from .errors import ConfigError, SystemLoadError
 from .results import EvalResult, EvalRow
 from .tokens import count_fields, count_tokens, get_tokenizer
@@ -300,14 +300,7 @@ def evaluate_memory(
     from .metrics.per_qa_type import PerQATypeMetric
     from .tokens import resolve_tokenizer
 
-    system_list = list(systems) if isinstance(systems, (list, tuple)) else [systems]
-    if not system_list:
-        raise ConfigError("evaluate_memory() needs at least one memory system.")
-    for i, s in enumerate(system_list):
-        check_memory_system(s, origin=f"systems[{i}]")
-    check_unique_names(system_list)
-    if max_examples is not None and max_examples < 0:
-        raise ConfigError(f"max_examples must be >= 0, got {max_examples}.")
+    system_list = prepare_run(systems, check_memory_system, max_examples, caller="evaluate_memory")
     tok = resolve_tokenizer(tokenizer) if tokenizer is not None else get_tokenizer()
     examples, source = _examples(dataset, max_examples)
     conversations = [
