@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .errors import ConfigError, SystemLoadError
 from .results import EvalResult, EvalRow
+from .calls import CallScope, call_scope
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
 
@@ -173,13 +174,37 @@ def run_example(
     score_field: str | None = None,
     text_fields: Sequence[str] | None = None,
     tokenizer: Callable[[str], int] | None = None,
+    trial: int = 1,
 ) -> tuple[EvalRow, BaseException | None]:
     """Run one System on one example and score it.
 
     Never raises for a failure of the System or an evaluator: the failure is recorded
     in ``row.error`` and returned as the second element, so the caller can show it.
     The System receives a shallow copy of the example; evaluators see the original.
+    The System call and the evaluators run inside a :func:`~.calls.call_scope` naming
+    the system, the example and ``trial``, for the layers below (HTTP transports).
     """
+    __tracebackhide__ = True
+    scope = CallScope(
+        system=str(system.name),
+        dataset=str(example.get("dataset", "") or ""),
+        example_id=str(example.get("id", "")),
+        trial=trial,
+    )
+    with call_scope(scope):
+        return _run_example(
+            system, example, evaluators, score_field, text_fields, tokenizer
+        )
+
+
+def _run_example(
+    system: Any,
+    example: dict[str, Any],
+    evaluators: Sequence[Evaluator],
+    score_field: str | None,
+    text_fields: Sequence[str] | None,
+    tokenizer: Callable[[str], int] | None,
+) -> tuple[EvalRow, BaseException | None]:
     __tracebackhide__ = True
     processed: dict[str, Any] | None = None
     error: dict[str, str] | None = None

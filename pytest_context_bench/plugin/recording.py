@@ -151,6 +151,7 @@ class Recorder:
                 score_field=self.score_field,
                 text_fields=self.spec.text_fields,
                 tokenizer=self._tokenizer,
+                trial=self.ref.trial or 1,
             )
             self._add(row, self._sys_pos(s, i))
             out.append(row)

@@ -1,0 +1,61 @@
+"""Which example a System call belongs to, for code far below the runner.
+
+The runner wraps every System call (and every LLM-judged evaluator call) in
+:func:`call_scope`. Code deep in the call path, such as an HTTP transport that caches
+responses or counts usage, reads :func:`current_call` to learn the example, the system
+and the trial it is serving, and appends what it measured to the scope, without the
+System having to pass anything along.
+
+The scope lives in a :class:`contextvars.ContextVar`: it follows ``await`` and
+``asyncio`` tasks by itself; a runner that moves a call to another thread must run it
+with :func:`contextvars.copy_context` so the scope goes with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CallScope", "call_scope", "current_call"]
+
+
+@dataclass
+class CallScope:
+    """One System (or judge) call made for one example.
+
+    :param system: the System's name.
+    :param dataset: the example's dataset tag.
+    :param example_id: the example's id.
+    :param trial: the trial index under ``--ctxbench-repeat`` (1-based), else ``1``.
+    :param usage: what the layers below recorded during the call (one dict per HTTP
+        response, e.g. token usage); the runner copies it into the row.
+    """
+
+    system: str
+    dataset: str
+    example_id: str
+    trial: int = 1
+    usage: list[dict[str, Any]] = field(default_factory=list)
+
+
+_CURRENT: contextvars.ContextVar[CallScope | None] = contextvars.ContextVar(
+    "ctxbench_call", default=None
+)
+
+
+def current_call() -> CallScope | None:
+    """The scope of the call in progress in this context, or ``None`` outside one."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def call_scope(scope: CallScope) -> Iterator[CallScope]:
+    """Make ``scope`` the current call for the duration of the ``with`` block."""
+    token = _CURRENT.set(scope)
+    try:
+        yield scope
+    finally:
+        _CURRENT.reset(token)

@@ -1,0 +1,55 @@
+"""The ``ctxbench`` command: work on reports and caches outside a pytest run.
+
+Each subcommand is a module of this package with two functions,
+``add_parser(subparsers)`` (registers its arguments) and ``run(args) -> int`` (the
+exit status). :data:`COMMANDS` lists them: a subcommand is one entry there and one
+module here.
+
+Exit statuses follow pytest's: 0 all good, 1 a gate failed or a difference was
+found, 4 a usage error (a bad argument or an unreadable file, said in one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+#: subcommand name → (module under this package, one-line help).
+COMMANDS: dict[str, tuple[str, str]] = {}
+
+USAGE_ERROR = 4
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxbench",
+        description="Work on pytest-context-bench reports and caches.",
+    )
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subs.required = True
+    for name, (module, help_text) in COMMANDS.items():
+        mod = importlib.import_module(f"{__name__}.{module}")
+        sub = subs.add_parser(name, help=help_text, description=help_text)
+        mod.add_parser(sub)
+        sub.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ctxbench`` with ``argv`` (default: the process arguments)."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on bad usage; we say 4, like pytest
+        code = exc.code if isinstance(exc.code, int) else USAGE_ERROR
+        return USAGE_ERROR if code == 2 else code
+    status: int = args._run(args)
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
