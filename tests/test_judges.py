@@ -243,7 +243,7 @@ def _ac_handler(classification: dict, statements: dict[str, list[str]]):
         if request.path.endswith("/embeddings"):
             return Reply()  # fake_embedding of each input
         prompt = request.messages[0]["content"]
-        if "classify" in prompt:
+        if "Reference claims:" in prompt:
             return json.dumps(classification)
         for text, st in statements.items():
             if f"Answer: {text}" in prompt:

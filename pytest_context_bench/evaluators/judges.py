@@ -351,35 +351,74 @@ def _both(value: float) -> dict[str, float]:
 
 # -- AnswerCorrectness ------------------------------------------------------------------
 
-_STATEMENTS_PROMPT = """\
-Break the answer below into simple, self-contained factual statements. Each statement \
-must be understandable on its own (replace pronouns by what they refer to) and carry \
-one fact. Do not add facts.
+# Both prompts are ours. They ask for what Ragas' statement generator and correctness
+# classifier ask for (atomic, pronoun-free, self-contained claims; TP/FP/FN with a
+# reason; JSON out), each with a worked example of our own.
 
+_STATEMENTS_PROMPT = """\
+Rewrite the answer below as a list of short factual claims.
+
+Rules:
+- One fact per claim: split a sentence that says several things.
+- Every claim stands on its own: write out the names that pronouns and phrases such \
+as "it", "she" or "the city" refer to, so a reader who never saw the answer \
+understands the claim.
+- Only what the answer says: add nothing, infer nothing, and leave out wording that \
+states no fact.
+- An answer that states no fact gives an empty list.
+
+Example
+Question: Who built the Eiffel Tower?
+Answer: Gustave Eiffel's company built it for the 1889 World's Fair, though he did \
+not draw its first sketch.
+Reply: {{"statements": ["Gustave Eiffel's company built the Eiffel Tower.", \
+"The Eiffel Tower was built for the 1889 World's Fair.", \
+"Gustave Eiffel did not draw the first sketch of the Eiffel Tower."]}}
+
+Now the real one.
 Question: {question}
 Answer: {answer}
 
-Reply with JSON only, in this form: {{"statements": ["...", "..."]}}"""
+Reply with one JSON object and nothing else: {{"statements": [...]}}, every claim \
+a string."""
 
 _CLASSIFY_PROMPT = """\
-Given a question, the statements of an answer and the statements of a ground truth, \
-classify every statement:
-- TP (true positive): a statement of the answer supported by the ground truth;
-- FP (false positive): a statement of the answer not supported by the ground truth;
-- FN (false negative): a statement of the ground truth missing from the answer.
-Each answer statement goes to TP or FP; each ground-truth statement not covered by \
-the answer goes to FN.
+Compare the claims of an answer with the claims of a reference answer (the ground \
+truth) to the question below, and sort them into three lists:
+- "TP": claims of the answer that the reference states or directly implies;
+- "FP": claims of the answer that the reference does not support (wrong, or absent \
+from it);
+- "FN": claims of the reference that no claim of the answer covers.
+Every answer claim goes into exactly one of TP and FP; every reference claim the \
+answer misses goes into FN. Give a short reason for each.
 
+Example
+Question: At what temperature does water boil at sea level?
+Answer claims: ["Water boils at 100 degrees Celsius at sea level.", \
+"Water boils at 100 degrees Fahrenheit at sea level."]
+Reference claims: ["Water boils at 100 degrees Celsius at sea level.", \
+"Water boils at 212 degrees Fahrenheit at sea level."]
+Reply: {{"TP": [{{"statement": "Water boils at 100 degrees Celsius at sea level.", \
+"reason": "The reference gives the same temperature."}}], \
+"FP": [{{"statement": "Water boils at 100 degrees Fahrenheit at sea level.", \
+"reason": "The reference gives 212 degrees Fahrenheit."}}], \
+"FN": [{{"statement": "Water boils at 212 degrees Fahrenheit at sea level.", \
+"reason": "The answer gives another Fahrenheit value."}}]}}
+
+Now the real one.
 Question: {question}
-Answer statements: {answer}
-Ground truth statements: {truth}
+Answer claims: {answer}
+Reference claims: {truth}
 
-Reply with JSON only, in this form:
-{{"TP": [{{"statement": "...", "reason": "..."}}], "FP": [...], "FN": [...]}}"""
+Reply with one JSON object and nothing else, with the keys "TP", "FP" and "FN", each \
+a list (possibly empty) of {{"statement": "...", "reason": "..."}} objects."""
 
 
 def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
     """The F-beta score of TP/FP/FN counts; 0.0 when there is no true positive.
+
+    Computed as Ragas computes it (``(1 + b²) · (P · R) / (b² · P + R)``, in that
+    order), so the two agree to the last bit.
 
     :param tp: true positives.
     :param fp: false positives.
@@ -390,8 +429,8 @@ def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
         return 0.0
     precision = tp / (tp + fp)
     recall = tp / (tp + fn)
-    b2 = beta * beta
-    return (1 + b2) * precision * recall / (b2 * precision + recall)
+    b2 = beta**2
+    return (1 + b2) * (precision * recall) / ((b2 * precision) + recall)
 
 
 def _json_object(text: str) -> Any:
@@ -409,13 +448,26 @@ def _json_object(text: str) -> Any:
         return json.loads(stripped[start : end + 1])
 
 
+class _Malformed(ValueError):
+    """A reply that parsed as JSON but has the wrong shape (retried once)."""
+
+
 def _statements(data: Any) -> list[str]:
-    if not isinstance(data, dict) or not isinstance(data.get("statements"), list):
-        raise ValueError('expected {"statements": [...]}')  # noqa: TRY004 (a malformed reply: retried)
+    if not isinstance(data, dict) or "statements" not in data:
+        raise _Malformed('expected a JSON object with the field "statements"')
+    items = data["statements"]
+    if not isinstance(items, list):
+        raise _Malformed(
+            f'the field "statements" is not a list of strings'
+            f" (it is a {type(items).__name__})"
+        )
     out = []
-    for item in data["statements"]:
+    for i, item in enumerate(items):
         if not isinstance(item, str):
-            raise ValueError("a statement is not a string")  # noqa: TRY004 (a malformed reply: retried)
+            raise _Malformed(
+                f'the field "statements" is not a list of strings'
+                f" (item {i} is a {type(item).__name__})"
+            )
         if item.strip():
             out.append(item.strip())
     return out
@@ -423,12 +475,13 @@ def _statements(data: Any) -> list[str]:
 
 def _classification(data: Any) -> tuple[int, int, int]:
     if not isinstance(data, dict):
-        raise ValueError('expected {"TP": [...], "FP": [...], "FN": [...]}')  # noqa: TRY004 (a malformed reply: retried)
+        raise _Malformed('expected a JSON object with the fields "TP", "FP" and "FN"')
     counts = []
     for key in ("TP", "FP", "FN"):
         value = data.get(key, data.get(key.lower()))
         if not isinstance(value, list):
-            raise ValueError(f"{key!r} is missing or not a list")  # noqa: TRY004 (a malformed reply: retried)
+            what = "missing" if value is None else f"a {type(value).__name__}"
+            raise _Malformed(f'the field "{key}" is not a list (it is {what})')
         counts.append(len(value))
     return counts[0], counts[1], counts[2]
 
@@ -539,7 +592,7 @@ class AnswerCorrectness:
             f"{self.embedding_model!r}, weights={self.weights}, beta={self.beta})"
         )
 
-    def _ask_json(self, prompt: str, read: Any) -> Any:
+    def _ask_json(self, prompt: str, read: Any, what: str) -> Any:
         """Ask, parse with ``read``; a malformed reply is asked again once."""
         problem = ""
         for _ in range(2):
@@ -548,9 +601,14 @@ class AnswerCorrectness:
             )
             try:
                 return read(_json_object(reply.text))
-            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            except _Malformed as exc:
                 problem = f"{exc}; reply: {_snippet(reply.text)!r}"
-        raise JudgeError(f"the LLM's reply was malformed twice: {problem}")
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                problem = f"no JSON object ({exc}); reply: {_snippet(reply.text)!r}"
+        raise JudgeError(
+            f"AnswerCorrectness: the LLM's reply to the {what} prompt was malformed"
+            f" twice (asked again once): {problem}"
+        )
 
     def score(
         self, original: dict[str, Any], processed: dict[str, Any]
@@ -583,20 +641,27 @@ class AnswerCorrectness:
             resp_st = self._ask_json(
                 _STATEMENTS_PROMPT.format(question=question, answer=response),
                 _statements,
+                "statements (response)",
             )
             ref_st = self._ask_json(
                 _STATEMENTS_PROMPT.format(question=question, answer=reference),
                 _statements,
+                "statements (reference)",
             )
-            tp, fp, fn = self._ask_json(
-                _CLASSIFY_PROMPT.format(
-                    question=question,
-                    answer=json.dumps(resp_st, ensure_ascii=False),
-                    truth=json.dumps(ref_st, ensure_ascii=False),
-                ),
-                _classification,
-            )
-            scores["answer_factuality"] = fbeta(tp, fp, fn, self.beta)
+            if not resp_st and not ref_st:
+                # Nothing to compare: Ragas scores this 1.0 without classifying.
+                scores["answer_factuality"] = 1.0
+            else:
+                tp, fp, fn = self._ask_json(
+                    _CLASSIFY_PROMPT.format(
+                        question=question,
+                        answer=json.dumps(resp_st, ensure_ascii=False),
+                        truth=json.dumps(ref_st, ensure_ascii=False),
+                    ),
+                    _classification,
+                    "classification",
+                )
+                scores["answer_factuality"] = fbeta(tp, fp, fn, self.beta)
         if w_sim:
             a, b = self.embedding_client.embeddings(
                 [response, reference], self.embedding_model
