@@ -99,7 +99,7 @@ def test_answer_correctness_equals_ragas(case: Case) -> None:
 
 def test_no_statements_on_either_side_is_factuality_one_without_classifier() -> None:
     (case,) = [c for c in CASES if c.id == "no_statements_either_side"]
-    out, endpoint, server = _run(case)
+    out, endpoint, _server = _run(case)
     assert endpoint.calls["classification"] == 0
     assert endpoint.calls["response"] == endpoint.calls["reference"] == 1
     assert out == {

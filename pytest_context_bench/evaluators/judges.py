@@ -45,8 +45,8 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, (list, tuple)):
-        # Several gold answers: the judge sees them all.
-        return " | ".join(_text(v) for v in value)
+        # Several gold answers: the judge sees them all; blank ones are no gold.
+        return " | ".join(t for t in map(_text, value) if t.strip())
     return str(value)
 
 
