@@ -506,11 +506,17 @@ class AnswerCorrectness:
     similarity of the embeddings of response and reference, clamped to [0, 1]). A
     component whose weight is 0 is not computed and its key is left out.
 
-    Steps: the LLM splits the response, then the reference, into atomic statements;
-    a second prompt classifies them as TP, FP or FN; one embeddings request embeds the
-    response and the reference. Replies are JSON; a malformed one is asked again once,
-    then :class:`JudgeError` is raised. An endpoint failure raises
+    Steps: the LLM splits the response, then the reference, into atomic,
+    self-contained statements; a second prompt classifies them as TP, FP or FN (when
+    neither text gave a statement, factuality is 1.0 and the classifier is not asked,
+    as in Ragas); one embeddings request embeds the response and the reference.
+    Replies are JSON; a malformed one is asked again once, then :class:`JudgeError` is
+    raised, naming the prompt and the field. An endpoint failure raises
     :class:`~pytest_context_bench.llm.LLMError`. Both make the row an error.
+
+    The score equals Ragas' (0.4.3) case by case, except where documented in
+    docs/differences.md: a blank response (0.0 here, no call) and a negative cosine
+    (clamped here); ``tests/test_answer_correctness_ragas.py`` holds the cases.
 
     Returns ``{}`` when the example has no ``answer`` (or a blank one: nothing to
     compare against) or there is no ``response``; a blank response scores 0.0 on every
