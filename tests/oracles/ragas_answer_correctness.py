@@ -14,7 +14,8 @@ FakeLLM (``pytest_context_bench/testing/fake_llm.py``, standard library only, lo
 from its file so the package need not be installed), points Ragas' legacy
 ``AnswerCorrectness`` (LangChain ChatOpenAI and OpenAIEmbeddings wrappers) at it,
 and writes ``tests/oracles/answer_correctness_ragas.json``: each case's Ragas score,
-the requests Ragas made, and the versions used. ``git diff`` then shows any change.
+the requests Ragas made, and the versions used. It also records the newer
+``ragas.metrics.collections.AnswerCorrectness`` (``ragas_collections``), for reference. ``git diff`` then shows any change.
 """
 
 from __future__ import annotations
@@ -104,12 +105,43 @@ async def ragas_score(case: cases.Case, fake) -> tuple[float, dict]:  # type: ig
     return float(value), seen
 
 
+async def ragas_collections_score(case: cases.Case, fake) -> float:  # type: ignore[no-untyped-def]
+    """The newer ``ragas.metrics.collections.AnswerCorrectness`` (instructor, JSON mode).
+
+    Recorded for reference only: it scores factuality 1.0 when EITHER side has no
+    statement (the legacy metric, which we follow, only when both have none).
+    """
+    from openai import AsyncOpenAI
+    from ragas.embeddings import OpenAIEmbeddings
+    from ragas.llms import llm_factory
+    from ragas.metrics.collections import AnswerCorrectness
+
+    endpoint = cases.ScriptedEndpoint(case, fake.Reply)
+    with fake.FakeLLM(handler=endpoint) as server:
+        client = AsyncOpenAI(base_url=server.url_v1, api_key="sk-oracle", max_retries=0)
+        metric = AnswerCorrectness(
+            llm=llm_factory("gpt-4o-mini", client=client),
+            embeddings=(
+                OpenAIEmbeddings(client=client, model="text-embedding-3-small")
+                if case.weights[1]
+                else None
+            ),
+            weights=list(case.weights),
+            beta=case.beta,
+        )
+        result = await metric.ascore(
+            user_input=case.question, response=case.response, reference=case.reference
+        )
+        return float(result.value)
+
+
 async def score_all(fake) -> dict:  # type: ignore[no-untyped-def,type-arg]
     results = {}
     for case in cases.CASES:
         value, seen = await ragas_score(case, fake)
-        results[case.id] = {"ragas": value, **seen}
-        print(f"{case.id:38} {value!r}")
+        newer = await ragas_collections_score(case, fake)
+        results[case.id] = {"ragas": value, **seen, "ragas_collections": newer}
+        print(f"{case.id:38} {value!r:22} collections: {newer!r}")
     return results
 
 
@@ -125,8 +157,10 @@ def main() -> int:
         )
     results = asyncio.run(score_all(fake))  # one loop: LangChain's clients outlive a case
     doc = {
-        "what": "Ragas legacy AnswerCorrectness on tests/answer_correctness_cases.py;"
-        " written by tests/oracles/ragas_answer_correctness.py",
+        "what": "Ragas AnswerCorrectness on tests/answer_correctness_cases.py, written"
+        " by tests/oracles/ragas_answer_correctness.py. 'ragas': the legacy metric"
+        " (ragas.metrics.AnswerCorrectness, which we follow); 'ragas_collections': the"
+        " newer ragas.metrics.collections.AnswerCorrectness, for reference.",
         "ragas": version,
         "versions": {
             name: md.version(name)
