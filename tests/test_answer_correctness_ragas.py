@@ -31,7 +31,8 @@ TOLERANCE = 1e-12
 # Equal to 1e-12 but not to the last bit (1 ulp): Ragas' legacy metric normalises
 # each vector with numpy and then takes their dot product, we divide the dot product
 # by the product of the norms; the other 10 are bit for bit. Ragas' newer
-# collections metric divides as we do, and gives our value here to the last bit.
+# collections metric divides as we do, and gives our value to the last bit where it
+# scores as the legacy one (with statements on both sides).
 LAST_BIT_DIFFERS = {
     "weights_0.5_0.5",
     "weights_0_1",
@@ -97,8 +98,9 @@ def test_answer_correctness_equals_ragas(case: Case) -> None:
         assert out["answer_correctness"] == pytest.approx(
             ragas, rel=0, abs=TOLERANCE
         ), f"Ragas {RAGAS_VERSION}: {ragas!r}, ours: {out['answer_correctness']!r}"
-        newer = RECORDED["cases"][case.id]["ragas_collections"]
-        assert out["answer_correctness"] == newer
+        if case.response_statements and case.reference_statements:
+            newer = RECORDED["cases"][case.id]["ragas_collections"]
+            assert out["answer_correctness"] == newer  # to the last bit
     elif case.ours is None:
         assert out["answer_correctness"] == ragas, f"Ragas {RAGAS_VERSION}: {ragas!r}"
     else:
