@@ -496,9 +496,10 @@ def test_answer_correctness_bad_statements_name_the_field(
 @pytest.mark.parametrize(
     ("bad", "field"),
     [
-        ({"TP": [], "FP": [], "FN": 2}, '"FN" is not a list (it is a int)'),
+        ({"TP": [], "FP": [], "FN": 2}, '"FN" is not a list (it is an int)'),
         ({"TP": {"a": 1}, "FP": [], "FN": []}, '"TP" is not a list (it is a dict)'),
-        ({"TP": [], "FN": []}, '"FP" is not a list (it is missing)'),
+        ({"TP": [], "FP": None, "FN": []}, '"FP" is not a list (it is null)'),
+        ({"TP": [], "FN": []}, '"FP" is missing (it must be a list)'),
         (["TP"], 'the fields "TP", "FP" and "FN"'),
     ],
 )

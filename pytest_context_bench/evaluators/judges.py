@@ -452,21 +452,28 @@ class _Malformed(ValueError):
     """A reply that parsed as JSON but has the wrong shape (retried once)."""
 
 
+def _a(value: Any) -> str:
+    """``"a str"``, ``"an int"``, ``"null"``: what a JSON value was, for a message."""
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
 def _statements(data: Any) -> list[str]:
     if not isinstance(data, dict) or "statements" not in data:
         raise _Malformed('expected a JSON object with the field "statements"')
     items = data["statements"]
     if not isinstance(items, list):
         raise _Malformed(
-            f'the field "statements" is not a list of strings'
-            f" (it is a {type(items).__name__})"
+            f'the field "statements" is not a list of strings (it is {_a(items)})'
         )
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, str):
             raise _Malformed(
                 f'the field "statements" is not a list of strings'
-                f" (item {i} is a {type(item).__name__})"
+                f" (item {i} is {_a(item)})"
             )
         if item.strip():
             out.append(item.strip())
@@ -478,10 +485,12 @@ def _classification(data: Any) -> tuple[int, int, int]:
         raise _Malformed('expected a JSON object with the fields "TP", "FP" and "FN"')
     counts = []
     for key in ("TP", "FP", "FN"):
-        value = data.get(key, data.get(key.lower()))
+        name = key if key in data else key.lower()
+        if name not in data:
+            raise _Malformed(f'the field "{key}" is missing (it must be a list)')
+        value = data[name]
         if not isinstance(value, list):
-            what = "missing" if value is None else f"a {type(value).__name__}"
-            raise _Malformed(f'the field "{key}" is not a list (it is {what})')
+            raise _Malformed(f'the field "{key}" is not a list (it is {_a(value)})')
         counts.append(len(value))
     return counts[0], counts[1], counts[2]
 
