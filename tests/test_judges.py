@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -225,6 +226,92 @@ def test_memory_judge_details_reach_row_metadata(llm: FakeLLM) -> None:
     assert "HTTP 400" in row.metadata["memory_judge"]["judge_error"]
 
 
+# -- MemoryJudge against its seed (the context-bench MemoryJudge page) -----------------
+#
+# The seed: YES if the system answer conveys the gold's essential information, else NO;
+# 1.0 / 0.0 on both keys; a judge failure is 0.0, not an exception; an empty gold answer
+# is a neutral 0.5. Upstream (UPSTREAM.md 2.9): an empty response is 0.0, checked before
+# the gold; the first YES or NO found anywhere (whole words, any case) decides.
+
+SEED_EX = {"question": "Where did Alice grow up?", "answer": "Paris"}
+
+
+@pytest.mark.parametrize(
+    ("reply", "score", "details"),
+    [
+        ("YES. Alice grew up in Paris.", 1.0, {"verdict": "YES"}),
+        ("NO - London is not Paris.", 0.0, {"verdict": "NO"}),
+        ("The system answer is correct, so: yes.", 1.0, {"verdict": "YES"}),  # embedded
+        ("Verdict: **Yes** (same city)", 1.0, {"verdict": "YES"}),
+        ("No. Although one could say yes.", 0.0, {"verdict": "NO"}),  # the first wins
+        ("Maybe", 0.0, {"judge_error": "the judge's reply has neither YES nor NO",
+                         "reply": "Maybe"}),
+        ("Yesterday, nobody knows.", 0.0, {
+            "judge_error": "the judge's reply has neither YES nor NO",
+            "reply": "Yesterday, nobody knows.",
+        }),  # "Yesterday" and "nobody" are not the words YES / NO
+    ],
+    ids=["yes", "no", "embedded-yes", "bold-yes", "first-wins", "maybe", "no-word"],
+)
+def test_memory_judge_seed_replies(
+    llm: FakeLLM, reply: str, score: float, details: dict[str, str]
+) -> None:
+    llm.push(reply)
+    judge = MemoryJudge(llm.base_url, **FAST)
+    got = judge.score_details(SEED_EX, {"response": "Alice grew up in Paris, France."})
+    assert got == ({"memory_judge": score, "memory_judge_raw": score}, details)
+    (req,) = llm.requests
+    assert req.path == "/v1/chat/completions"
+    assert req.json["model"] == "claude-haiku-4-5-20251001"
+    assert req.json["temperature"] == 0 and req.json["max_tokens"] == 64
+    prompt = req.messages[0]["content"]
+    for block in (
+        "[Question]\nWhere did Alice grow up?",
+        "[Gold Answer]\nParis",
+        "[System Answer]\nAlice grew up in Paris, France.",
+        "same essential information",
+        "YES or NO",
+    ):
+        assert block in prompt
+
+
+@pytest.mark.parametrize(
+    ("gold", "response", "score"),
+    [
+        ("", "Paris", 0.5),  # blank gold: neutral
+        ("  \n", "Paris", 0.5),
+        (["", " "], "Paris", 0.5),  # several golds, all blank
+        ("Paris", "", 0.0),  # blank response
+        ("Paris", "   ", 0.0),
+        ("Paris", None, 0.0),
+        ("", "", 0.0),  # the blank response is checked first
+    ],
+)
+def test_memory_judge_seed_blank_gold_or_response_needs_no_call(
+    llm: FakeLLM, gold: object, response: object, score: float
+) -> None:
+    judge = MemoryJudge(llm.base_url, **FAST)
+    scores, details = judge.score_details(
+        {"question": "Where did Alice grow up?", "answer": gold}, {"response": response}
+    )
+    assert scores == {"memory_judge": score, "memory_judge_raw": score}
+    assert details == ({"note": "empty gold answer"} if score == 0.5 else {})
+    assert llm.requests == []
+
+
+def test_memory_judge_seed_unreachable_judge_is_zero_not_an_exception() -> None:
+    with socket.socket() as sock:  # a port on which nobody listens
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    judge = MemoryJudge(f"http://127.0.0.1:{port}", max_retries=1, **FAST)
+    scores, details = judge.score_details(SEED_EX, {"response": "Paris"})
+    assert scores == {"memory_judge": 0.0, "memory_judge_raw": 0.0}
+    message = details["judge_error"]
+    assert f"http://127.0.0.1:{port}/v1/chat/completions" in message
+    assert "2 attempts" in message
+    assert judge.score(SEED_EX, {"response": "Paris"})["memory_judge"] == 0.0
+
+
 # -- AnswerCorrectness ------------------------------------------------------------------
 
 
@@ -243,7 +330,7 @@ def _ac_handler(classification: dict, statements: dict[str, list[str]]):
         if request.path.endswith("/embeddings"):
             return Reply()  # fake_embedding of each input
         prompt = request.messages[0]["content"]
-        if "classify" in prompt:
+        if "Reference claims:" in prompt:
             return json.dumps(classification)
         for text, st in statements.items():
             if f"Answer: {text}" in prompt:
@@ -370,3 +457,105 @@ def test_judges_never_show_key(llm: FakeLLM) -> None:
         MEM, {"response": "x"}
     )
     assert key not in json.dumps(details) and "Bearer ***" in details["judge_error"]
+
+
+@pytest.mark.parametrize(
+    ("replies", "field", "prompt"),
+    [
+        (
+            [{"statements": "one fact"}, {"statements": "one fact"}],
+            '"statements" is not a list of strings (it is a str)',
+            "statements (response)",
+        ),
+        (
+            [{"statements": ["a", 3]}, {"statements": [{"s": "a"}]}],
+            '"statements" is not a list of strings (item 0 is a dict)',
+            "statements (response)",
+        ),
+        (
+            [{"facts": []}, {"facts": []}],
+            'the field "statements"',
+            "statements (response)",
+        ),
+    ],
+    ids=["not-a-list", "not-strings", "missing"],
+)
+def test_answer_correctness_bad_statements_name_the_field(
+    llm: FakeLLM, replies: list[object], field: str, prompt: str
+) -> None:
+    llm.push(*(json.dumps(r) for r in replies))
+    ac = AnswerCorrectness(llm.base_url, weights=(1.0, 0.0), **FAST)
+    with pytest.raises(JudgeError) as info:
+        ac.score({"question": "q", "answer": "ref"}, {"response": "resp"})
+    message = str(info.value)
+    assert field in message and f"the {prompt} prompt" in message
+    assert "malformed twice" in message
+    assert len(llm.requests) == 2  # asked once more, then the error
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        ({"TP": [], "FP": [], "FN": 2}, '"FN" is not a list (it is an int)'),
+        ({"TP": {"a": 1}, "FP": [], "FN": []}, '"TP" is not a list (it is a dict)'),
+        ({"TP": [], "FP": None, "FN": []}, '"FP" is not a list (it is null)'),
+        ({"TP": [], "FN": []}, '"FP" is missing (it must be a list)'),
+        (["TP"], 'the fields "TP", "FP" and "FN"'),
+    ],
+)
+def test_answer_correctness_bad_classification_names_the_field(
+    llm: FakeLLM, bad: object, field: str
+) -> None:
+    llm.push(
+        json.dumps({"statements": ["a"]}),
+        json.dumps({"statements": ["b"]}),
+        json.dumps(bad),
+        json.dumps(bad),
+    )
+    ac = AnswerCorrectness(llm.base_url, weights=(1.0, 0.0), **FAST)
+    with pytest.raises(JudgeError, match="classification prompt") as info:
+        ac.score({"question": "q", "answer": "ref"}, {"response": "resp"})
+    assert field in str(info.value)
+    assert len(llm.requests) == 4
+
+
+def test_answer_correctness_no_statements_skips_the_classifier(llm: FakeLLM) -> None:
+    llm.push(json.dumps({"statements": []}), json.dumps({"statements": [" "]}))
+    ac = AnswerCorrectness(llm.base_url, weights=(1.0, 0.0), **FAST)
+    out = ac.score({"question": "q", "answer": "No comment."}, {"response": "Hmm."})
+    assert out == {"answer_correctness": 1.0, "answer_factuality": 1.0}
+    assert len(llm.requests) == 2  # the two statement prompts, no classification
+
+
+def test_answer_correctness_prompts_ask_for_self_contained_statements(
+    llm: FakeLLM,
+) -> None:
+    llm.push(
+        json.dumps({"statements": ["Alice grew up in Paris."]}),
+        json.dumps({"statements": ["Alice grew up in Paris."]}),
+        json.dumps({"TP": [{"statement": "Alice grew up in Paris.", "reason": "r"}],
+                    "FP": [], "FN": []}),
+    )
+    ac = AnswerCorrectness(llm.base_url, weights=(1.0, 0.0), **FAST)
+    out = ac.score(
+        {"question": "Where did Alice grow up?", "answer": "Paris"},
+        {"response": "She grew up in Paris."},
+    )
+    assert out["answer_factuality"] == 1.0
+    split, _ref, classify = (r.messages[0]["content"] for r in llm.requests)
+    assert "Answer: She grew up in Paris." in split
+    for asked in ("One fact per claim", "pronouns", "stands on its own", "JSON"):
+        assert asked in split
+    assert 'Answer claims: ["Alice grew up in Paris."]' in classify
+    for asked in ('"TP"', '"FP"', '"FN"', "Example", "JSON"):
+        assert asked in classify
+    # Each prompt carries a worked example whose reply is valid for our reader.
+    for prompt in (split, classify):
+        example = prompt.split("Reply: ", 1)[1].split("\n", 1)[0]
+        json.loads(example)
+
+
+@pytest.mark.parametrize("beta", [-1.0, float("inf"), float("nan")])
+def test_answer_correctness_beta_out_of_range(beta: float) -> None:
+    with pytest.raises(ConfigError, match="beta"):
+        AnswerCorrectness("http://h:1", beta=beta)

@@ -45,8 +45,8 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, (list, tuple)):
-        # Several gold answers: the judge sees them all.
-        return " | ".join(_text(v) for v in value)
+        # Several gold answers: the judge sees them all; blank ones are no gold.
+        return " | ".join(t for t in map(_text, value) if t.strip())
     return str(value)
 
 
@@ -351,35 +351,74 @@ def _both(value: float) -> dict[str, float]:
 
 # -- AnswerCorrectness ------------------------------------------------------------------
 
-_STATEMENTS_PROMPT = """\
-Break the answer below into simple, self-contained factual statements. Each statement \
-must be understandable on its own (replace pronouns by what they refer to) and carry \
-one fact. Do not add facts.
+# Both prompts are ours. They ask for what Ragas' statement generator and correctness
+# classifier ask for (atomic, pronoun-free, self-contained claims; TP/FP/FN with a
+# reason; JSON out), each with a worked example of our own.
 
+_STATEMENTS_PROMPT = """\
+Rewrite the answer below as a list of short factual claims.
+
+Rules:
+- One fact per claim: split a sentence that says several things.
+- Every claim stands on its own: write out the names that pronouns and phrases such \
+as "it", "she" or "the city" refer to, so a reader who never saw the answer \
+understands the claim.
+- Only what the answer says: add nothing, infer nothing, and leave out wording that \
+states no fact.
+- An answer that states no fact gives an empty list.
+
+Example
+Question: Who built the Eiffel Tower?
+Answer: Gustave Eiffel's company built it for the 1889 World's Fair, though he did \
+not draw its first sketch.
+Reply: {{"statements": ["Gustave Eiffel's company built the Eiffel Tower.", \
+"The Eiffel Tower was built for the 1889 World's Fair.", \
+"Gustave Eiffel did not draw the first sketch of the Eiffel Tower."]}}
+
+Now the real one.
 Question: {question}
 Answer: {answer}
 
-Reply with JSON only, in this form: {{"statements": ["...", "..."]}}"""
+Reply with one JSON object and nothing else: {{"statements": [...]}}, every claim \
+a string."""
 
 _CLASSIFY_PROMPT = """\
-Given a question, the statements of an answer and the statements of a ground truth, \
-classify every statement:
-- TP (true positive): a statement of the answer supported by the ground truth;
-- FP (false positive): a statement of the answer not supported by the ground truth;
-- FN (false negative): a statement of the ground truth missing from the answer.
-Each answer statement goes to TP or FP; each ground-truth statement not covered by \
-the answer goes to FN.
+Compare the claims of an answer with the claims of a reference answer (the ground \
+truth) to the question below, and sort them into three lists:
+- "TP": claims of the answer that the reference states or directly implies;
+- "FP": claims of the answer that the reference does not support (wrong, or absent \
+from it);
+- "FN": claims of the reference that no claim of the answer covers.
+Every answer claim goes into exactly one of TP and FP; every reference claim the \
+answer misses goes into FN. Give a short reason for each.
 
+Example
+Question: At what temperature does water boil at sea level?
+Answer claims: ["Water boils at 100 degrees Celsius at sea level.", \
+"Water boils at 100 degrees Fahrenheit at sea level."]
+Reference claims: ["Water boils at 100 degrees Celsius at sea level.", \
+"Water boils at 212 degrees Fahrenheit at sea level."]
+Reply: {{"TP": [{{"statement": "Water boils at 100 degrees Celsius at sea level.", \
+"reason": "The reference gives the same temperature."}}], \
+"FP": [{{"statement": "Water boils at 100 degrees Fahrenheit at sea level.", \
+"reason": "The reference gives 212 degrees Fahrenheit."}}], \
+"FN": [{{"statement": "Water boils at 212 degrees Fahrenheit at sea level.", \
+"reason": "The answer gives another Fahrenheit value."}}]}}
+
+Now the real one.
 Question: {question}
-Answer statements: {answer}
-Ground truth statements: {truth}
+Answer claims: {answer}
+Reference claims: {truth}
 
-Reply with JSON only, in this form:
-{{"TP": [{{"statement": "...", "reason": "..."}}], "FP": [...], "FN": [...]}}"""
+Reply with one JSON object and nothing else, with the keys "TP", "FP" and "FN", each \
+a list (possibly empty) of {{"statement": "...", "reason": "..."}} objects."""
 
 
 def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
     """The F-beta score of TP/FP/FN counts; 0.0 when there is no true positive.
+
+    Computed as Ragas computes it (``(1 + b²) · (P · R) / (b² · P + R)``, in that
+    order), so the two agree to the last bit.
 
     :param tp: true positives.
     :param fp: false positives.
@@ -390,8 +429,8 @@ def fbeta(tp: int, fp: int, fn: int, beta: float = 1.0) -> float:
         return 0.0
     precision = tp / (tp + fp)
     recall = tp / (tp + fn)
-    b2 = beta * beta
-    return (1 + b2) * precision * recall / (b2 * precision + recall)
+    b2 = beta**2
+    return (1 + b2) * (precision * recall) / ((b2 * precision) + recall)
 
 
 def _json_object(text: str) -> Any:
@@ -409,13 +448,33 @@ def _json_object(text: str) -> Any:
         return json.loads(stripped[start : end + 1])
 
 
+class _Malformed(ValueError):
+    """A reply that parsed as JSON but has the wrong shape (retried once)."""
+
+
+def _a(value: Any) -> str:
+    """``"a str"``, ``"an int"``, ``"null"``: what a JSON value was, for a message."""
+    if value is None:
+        return "null"
+    name = type(value).__name__
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
 def _statements(data: Any) -> list[str]:
-    if not isinstance(data, dict) or not isinstance(data.get("statements"), list):
-        raise ValueError('expected {"statements": [...]}')  # noqa: TRY004 (a malformed reply: retried)
+    if not isinstance(data, dict) or "statements" not in data:
+        raise _Malformed('expected a JSON object with the field "statements"')
+    items = data["statements"]
+    if not isinstance(items, list):
+        raise _Malformed(
+            f'the field "statements" is not a list of strings (it is {_a(items)})'
+        )
     out = []
-    for item in data["statements"]:
+    for i, item in enumerate(items):
         if not isinstance(item, str):
-            raise ValueError("a statement is not a string")  # noqa: TRY004 (a malformed reply: retried)
+            raise _Malformed(
+                f'the field "statements" is not a list of strings'
+                f" (item {i} is {_a(item)})"
+            )
         if item.strip():
             out.append(item.strip())
     return out
@@ -423,12 +482,15 @@ def _statements(data: Any) -> list[str]:
 
 def _classification(data: Any) -> tuple[int, int, int]:
     if not isinstance(data, dict):
-        raise ValueError('expected {"TP": [...], "FP": [...], "FN": [...]}')  # noqa: TRY004 (a malformed reply: retried)
+        raise _Malformed('expected a JSON object with the fields "TP", "FP" and "FN"')
     counts = []
     for key in ("TP", "FP", "FN"):
-        value = data.get(key, data.get(key.lower()))
+        name = key if key in data else key.lower()
+        if name not in data:
+            raise _Malformed(f'the field "{key}" is missing (it must be a list)')
+        value = data[name]
         if not isinstance(value, list):
-            raise ValueError(f"{key!r} is missing or not a list")  # noqa: TRY004 (a malformed reply: retried)
+            raise _Malformed(f'the field "{key}" is not a list (it is {_a(value)})')
         counts.append(len(value))
     return counts[0], counts[1], counts[2]
 
@@ -453,11 +515,17 @@ class AnswerCorrectness:
     similarity of the embeddings of response and reference, clamped to [0, 1]). A
     component whose weight is 0 is not computed and its key is left out.
 
-    Steps: the LLM splits the response, then the reference, into atomic statements;
-    a second prompt classifies them as TP, FP or FN; one embeddings request embeds the
-    response and the reference. Replies are JSON; a malformed one is asked again once,
-    then :class:`JudgeError` is raised. An endpoint failure raises
+    Steps: the LLM splits the response, then the reference, into atomic,
+    self-contained statements; a second prompt classifies them as TP, FP or FN (when
+    neither text gave a statement, factuality is 1.0 and the classifier is not asked,
+    as in Ragas); one embeddings request embeds the response and the reference.
+    Replies are JSON; a malformed one is asked again once, then :class:`JudgeError` is
+    raised, naming the prompt and the field. An endpoint failure raises
     :class:`~pytest_context_bench.llm.LLMError`. Both make the row an error.
+
+    The score equals Ragas' (0.4.3) case by case, except where documented in
+    docs/differences.md: a blank response (0.0 here, no call) and a negative cosine
+    (clamped here); ``tests/test_answer_correctness_ragas.py`` holds the cases.
 
     Returns ``{}`` when the example has no ``answer`` (or a blank one: nothing to
     compare against) or there is no ``response``; a blank response scores 0.0 on every
@@ -539,7 +607,7 @@ class AnswerCorrectness:
             f"{self.embedding_model!r}, weights={self.weights}, beta={self.beta})"
         )
 
-    def _ask_json(self, prompt: str, read: Any) -> Any:
+    def _ask_json(self, prompt: str, read: Any, what: str) -> Any:
         """Ask, parse with ``read``; a malformed reply is asked again once."""
         problem = ""
         for _ in range(2):
@@ -548,9 +616,14 @@ class AnswerCorrectness:
             )
             try:
                 return read(_json_object(reply.text))
-            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            except _Malformed as exc:
                 problem = f"{exc}; reply: {_snippet(reply.text)!r}"
-        raise JudgeError(f"the LLM's reply was malformed twice: {problem}")
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                problem = f"no JSON object ({exc}); reply: {_snippet(reply.text)!r}"
+        raise JudgeError(
+            f"AnswerCorrectness: the LLM's reply to the {what} prompt was malformed"
+            f" twice (asked again once): {problem}"
+        )
 
     def score(
         self, original: dict[str, Any], processed: dict[str, Any]
@@ -583,20 +656,27 @@ class AnswerCorrectness:
             resp_st = self._ask_json(
                 _STATEMENTS_PROMPT.format(question=question, answer=response),
                 _statements,
+                "statements (response)",
             )
             ref_st = self._ask_json(
                 _STATEMENTS_PROMPT.format(question=question, answer=reference),
                 _statements,
+                "statements (reference)",
             )
-            tp, fp, fn = self._ask_json(
-                _CLASSIFY_PROMPT.format(
-                    question=question,
-                    answer=json.dumps(resp_st, ensure_ascii=False),
-                    truth=json.dumps(ref_st, ensure_ascii=False),
-                ),
-                _classification,
-            )
-            scores["answer_factuality"] = fbeta(tp, fp, fn, self.beta)
+            if not resp_st and not ref_st:
+                # Nothing to compare: Ragas scores this 1.0 without classifying.
+                scores["answer_factuality"] = 1.0
+            else:
+                tp, fp, fn = self._ask_json(
+                    _CLASSIFY_PROMPT.format(
+                        question=question,
+                        answer=json.dumps(resp_st, ensure_ascii=False),
+                        truth=json.dumps(ref_st, ensure_ascii=False),
+                    ),
+                    _classification,
+                    "classification",
+                )
+                scores["answer_factuality"] = fbeta(tp, fp, fn, self.beta)
         if w_sim:
             a, b = self.embedding_client.embeddings(
                 [response, reference], self.embedding_model
