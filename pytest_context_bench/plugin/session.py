@@ -103,6 +103,10 @@ class Controller:
         suite = payload.get("suite")
         if suite is not None and str(suite["origin"]) not in self.infos:
             self.infos[str(suite["origin"])] = SuiteInfo.from_wire(suite)
+        if "rows" not in payload:  # a setup report announcing its suite's gates
+            if report.failed:
+                self._failed.append((report.nodeid, "ctxbench" in report.keywords))
+            return
         for item in payload["rows"]:
             self.records.append(
                 Record(
@@ -117,6 +121,17 @@ class Controller:
         # rows are ours, leave only what pytest_report_teststatus reads again.
         setattr(report, REPORT_ATTR, _SLIM.get(payload["status"]) or {"v": payload["v"], "status": payload["status"]})
 
+    def _gates_configured(self) -> bool:
+        """A gate was asked for: then the run is gated even with no row at all."""
+        return bool(self.settings.max_drops and self.baseline is not None) or any(
+            v is not None for info in self.infos.values() for v in info.limits.values()
+        )
+
+    def expect(self, suite: dict[str, Any]) -> None:
+        """A suite known before any row arrives (the command line's, on the
+        controller): its gates are decided even when no example produces a row."""
+        self.infos.setdefault(str(suite["origin"]), SuiteInfo.from_wire(suite))
+
     def finish(self, session: pytest.Session) -> None:
         if self.report is not None:
             return
@@ -125,7 +140,7 @@ class Controller:
             function = nodeid.split("[", 1)[0]
             if marked or function in origins or function.endswith("ctxbench::example"):
                 self.lost.append(nodeid)
-        if not self.records and not self.lost:
+        if not self.records and not self.lost and not self._gates_configured():
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
         if self.baseline is not None:
