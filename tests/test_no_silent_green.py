@@ -201,3 +201,109 @@ def test_bad_api_usage_under_xdist_counts_in_error_rate_and_the_baseline(
     assert errors == ["q-2", "q-3"]
     base = read_json(project.path / "base.json")
     assert len(base["rows"]) == 6
+
+
+# --------------------------------------------------------------- typos fail
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ctxbench-text-fields="], "--ctxbench-text-fields must list field names*given: ''"),
+        (["--ctxbench-code-timeout=1e308"], "--ctxbench-code-timeout must be a number in (0, 86400], given: '1e308'"),
+        (["--ctxbench-code-timeout=inf"], "--ctxbench-code-timeout must be a number in (0, 86400], given: 'inf'"),
+        (["--ctxbench-repeat=100000000"], "--ctxbench-repeat must be an integer in [[]1, 1000]*given: '100000000'*"),
+        (["--ctxbench-score-field=nosuch"], "--ctxbench-score-field: no evaluator of these datasets produces a score named 'nosuch'; the scores they produce: contains, exact_match, f1, recall"),
+    ],
+)
+def test_typo_is_one_usage_error(project: pytest.Pytester, args: list[str], message: str) -> None:
+    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_repeat_bound_in_the_marker(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", repeat=100000000)
+        def test_qa(ctxbench_example, ctxbench_record):
+            ctxbench_record({**ctxbench_example, "response": ctxbench_example["answer"]})
+        """
+    )
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*repeat=...) must be an integer in [[]1, 1000]*"])
+
+
+def test_sandbox_timeout_is_bounded() -> None:
+    from pytest_context_bench.errors import ConfigError
+    from pytest_context_bench.evaluators import CodeExecution
+
+    with pytest.raises(ConfigError, match="86400"):
+        CodeExecution(timeout=1e308)
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "xdist2"])
+def test_system_without_dataset_is_a_usage_error(project: pytest.Pytester, mode: str) -> None:
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    args = ["-n", "2"] if mode == "xdist2" else []
+    result = project.runpytest("--ctxbench-system=systems:echo", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--ctxbench-system=systems:echo runs on no dataset" in result.stdout.str() + result.stderr.str()
+
+
+def test_system_for_marked_tests_without_dataset_option_is_fine(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", limit=2)
+        def test_qa(ctxbench_example, ctxbench_record, ctxbench_system):
+            ctxbench_record.run(ctxbench_system)
+        """
+    )
+    result = project.runpytest("--ctxbench-system=systems:echo")
+    assert result.ret == 0
+    result.assert_outcomes(passed=2)
+
+
+def test_score_field_no_row_produces_fails_at_the_end(project: pytest.Pytester) -> None:
+    # Evaluators of the marker's own: their keys are known only from the rows.
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        class Length:
+            name = "length"
+            def score(self, original, processed):
+                return {"length": float(len(processed["response"]))}
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", evaluators=[Length()], score_field="nosuch")
+        def test_qa(ctxbench_example, ctxbench_record):
+            ctxbench_record({**ctxbench_example, "response": "x"})
+        """
+    )
+    for args in ([], ["-n", "2"]):
+        result = project.runpytest(*args)
+        assert result.ret == 1, args
+        result.stdout.fnmatch_lines([
+            "*FAILED test_m.py::test_qa: no example produced the score field 'nosuch'"
+            " (score_field); the scores produced: length*"
+        ])
+
+
+def test_empty_selection_fails_in_one_line_unless_allowed(project: pytest.Pytester) -> None:
+    project.makefile(".jsonl", one='{"id": "a", "context": "c", "question": "q", "answer": "x"}\n')
+    args = ["--ctxbench-dataset=one.jsonl", "--ctxbench-system=systems:echo", "--ctxbench-shard=1/100"]
+    result = project.runpytest(*args)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "*FAILED the selection (shard 1/100) keeps no example of one (1 example):"
+        " nothing was run; pass --ctxbench-allow-empty to let such a run pass*"
+    ])
+    allowed = project.runpytest(*args, "--ctxbench-allow-empty", "-n", "2")
+    assert allowed.ret == 0
+    allowed.stdout.fnmatch_lines(["*the selection (shard 1/100) keeps no example of one*--ctxbench-allow-empty*"])

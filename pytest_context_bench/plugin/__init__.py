@@ -322,6 +322,21 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if state.cli_spec is not None:
         collector = build_cli_collector(session, state.dirs, with_fixture=not state.systems)
         items.extend(session.genitems(collector))
+    if state.settings.systems and state.cli_spec is None and not state.specs:
+        # Systems named on the command line, and nothing to run them on: not a
+        # silent "no tests ran" (marked tests would have used them).
+        given = " ".join(f"{SYSTEM.flag}={s}" for s in state.settings.systems)
+        message = (
+            f"{given} runs on no dataset: add {DATASET.flag}=SPEC (a file or a"
+            f" registered name), or mark a test @pytest.mark.{MARKER}(dataset=...)"
+        )
+        if is_worker(config):
+            # A worker cannot raise UsageError; the controller turns a collection
+            # error carrying USAGE_PREFIX into exit status 4.
+            config.hook.pytest_collectreport(
+                report=pytest.CollectReport("", "failed", USAGE_PREFIX + message, [])
+            )
+        state.errors.append(message)
     if state.errors:
         if is_worker(config):
             items.clear()  # the collection error was reported; run nothing
