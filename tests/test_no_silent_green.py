@@ -307,3 +307,34 @@ def test_empty_selection_fails_in_one_line_unless_allowed(project: pytest.Pytest
     allowed = project.runpytest(*args, "--ctxbench-allow-empty", "-n", "2")
     assert allowed.ret == 0
     allowed.stdout.fnmatch_lines(["*the selection (shard 1/100) keeps no example of one*--ctxbench-allow-empty*"])
+
+
+@pytest.mark.parametrize("args, ret", [(["--co"], 0), (["-k", "nothing"], 5), (["-k", "nothing", "-n", "2"], 5)])
+def test_a_run_pytest_selected_nothing_of_is_not_gated(
+    project: pytest.Pytester, args: list[str], ret: int
+) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
+        "--ctxbench-min-pass-rate=0.5", *args,
+    )
+    assert result.ret == ret
+    assert "ctxbench summary" not in result.stdout.str()
+
+
+def test_score_keys_table_matches_what_the_evaluators_return() -> None:
+    from pytest_context_bench import evaluators as ev
+    from pytest_context_bench.evaluators import SCORE_KEYS, score_keys_for
+
+    cases = [
+        (ev.AnswerQuality(), {"answer": "a b"}),
+        (ev.SummarizationQuality(), {"answer": "a b"}),
+        (ev.MultipleChoiceAccuracy(), {"correct_letter": "A", "choices": ["x", "y"]}),
+        (ev.NLILabelMatch(), {"answer": "entailment", "labels": ["entailment", "neutral"]}),
+        (ev.IFEvalChecker(), {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}),
+    ]
+    for evaluator, original in cases:
+        keys = set(evaluator.score(original, {"response": "a"}))
+        assert keys and keys <= set(SCORE_KEYS[type(evaluator).__name__]), type(evaluator)
+    assert score_keys_for({"qa"}) == {"f1", "exact_match", "recall", "contains"}
+    assert "pass_at_1" in score_keys_for({"code"})
+    assert "judge_score" in score_keys_for({"qa"}, {"judge": {"base_url": "http://x"}})

@@ -163,3 +163,47 @@ def test_no_process_outlives_the_run(
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+
+
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "basic"])
+def test_sandbox_dies_with_a_killed_caller(tmp_path: Path, namespaces: bool) -> None:
+    """The Python API, in both modes: SIGKILL of the process using the Sandbox, from a
+    thread, mid-loop (a program that also left a daemon behind)."""
+    script = tmp_path / "caller.py"
+    script.write_text(
+        "import threading\n"
+        "from pytest_context_bench.evaluators.sandbox import Sandbox\n"
+        f"sb = Sandbox(timeout=300, namespaces={namespaces})\n"
+        "code = ('import os\\nif os.fork() == 0:\\n    os.setsid()\\n'\n"
+        "        '    while True:\\n        pass\\nwhile True:\\n    pass\\n')\n"
+        "t = threading.Thread(target=sb.run, args=(code, ''))\n"
+        "t.start()\n"
+        "t.join()\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=tmp_path)
+    seen: dict[int, tuple[int, str, int, int]] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            tree = _tree(proc.pid)
+            seen.update(tree)
+            if sum(1 for st in tree.values() if st[2] >= _TICKS) >= 2:
+                break
+            assert proc.poll() is None, "the caller ended before its program looped"
+            time.sleep(0.2)
+        else:
+            pytest.fail("the program never started looping")
+        proc.kill()
+        proc.wait(timeout=60)
+        time.sleep(2)
+        left = _survivors(seen)
+        assert left == [], [(p, _cmdline(p)[-60:]) for p in left]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in _survivors(seen):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass

@@ -183,6 +183,12 @@ class Controller:
             function = nodeid.split("[", 1)[0]
             if marked or function in origins or function.endswith("ctxbench::example"):
                 self.lost.append(nodeid)
+        if session.config.option.collectonly:
+            return
+        if not self.records and not self.lost and not session.testscollected:
+            # pytest's own selection (-k, -m, --lf, a path) left nothing to run: that
+            # is a choice, not a benchmark that measured nothing.
+            return
         self._check_selection(session)
         if not self.records and not self.lost and not self._gates_configured():
             return
@@ -318,14 +324,16 @@ class Controller:
                 )
                 warnings.warn(CtxBenchWarning(self.baseline_error), stacklevel=1)
 
+    def _problem_lines(self, tr: Any) -> None:
+        for text in self.problems:
+            tr.write_line(text, red=True)
+        for text in self.notes:
+            tr.write_line(text, yellow=True)
+
     def terminal_summary(self, terminalreporter: Any) -> None:
-        if self.problems or self.notes:
-            if self.report is None:
-                terminalreporter.write_sep("=", "ctxbench summary")
-            for text in self.problems:
-                terminalreporter.write_line(text, red=True)
-            for text in self.notes:
-                terminalreporter.write_line(text, yellow=True)
+        if self.report is None and (self.problems or self.notes):
+            terminalreporter.write_sep("=", "ctxbench summary")
+            self._problem_lines(terminalreporter)
         if self.report is None:
             if self.baseline_error:
                 terminalreporter.write_line(self.baseline_error, red=True)
@@ -344,6 +352,7 @@ class Controller:
                     tr.write_line(f"  ... and {len(skipped) - 10} more (see the JSON report)")
         for text, markup in render_lines(self.report, gate_enforced=self.gate_enforced):
             tr.write_line(text, **markup)
+        self._problem_lines(tr)
         if self.comparison is not None:
             tr.write_line("")
             tr.write_line("baseline comparison:", bold=True)
