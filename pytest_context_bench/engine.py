@@ -42,11 +42,48 @@ def _error(exc: BaseException, where: str) -> dict[str, str]:
     return {"type": name, "message": message, "where": where}
 
 
-def _usage_int(usage: dict[str, Any], key: str) -> int | None:
+#: Above this a float cannot hold every whole number: no token count is that large.
+_MAX_TOKENS = 2**53
+
+
+def _usage_int(usage: dict[str, Any], key: str, system: str) -> int | None:
+    """A token count of the System's ``api_usage``; None when the key is absent.
+
+    :raises ValueError: for anything but a whole number in ``[0, 2**53]`` (NaN,
+        infinities, negatives, fractions, strings, booleans...): the System's account
+        is wrong, which makes the example an error rather than a wrong cost.
+    """
     value = usage.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if value is None:
         return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        try:
+            ok = 0 <= value <= _MAX_TOKENS and value == int(value)
+        except (OverflowError, ValueError):  # inf, nan
+            ok = False
+    if not ok:
+        raise ValueError(
+            f"System {system!r} returned api_usage[{key!r}] = {value!r}; a token"
+            " count must be a whole number >= 0 (or leave the key out)."
+        )
     return int(value)
+
+
+def _usage(processed: dict[str, Any], system: str) -> tuple[int | None, int | None]:
+    """(prompt_tokens, completion_tokens) of the System's ``api_usage``, if any."""
+    usage = processed.get("api_usage")
+    if usage is None:
+        return None, None
+    if not isinstance(usage, dict):
+        raise ValueError(
+            f"System {system!r} returned api_usage = {usage!r:.200}; it must be a dict"
+            " such as {'prompt_tokens': 120, 'completion_tokens': 15}, or absent."
+        )
+    return (
+        _usage_int(usage, "prompt_tokens", system),
+        _usage_int(usage, "completion_tokens", system),
+    )
 
 
 def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
@@ -103,24 +140,28 @@ def score_processed(
     scores: dict[str, float] = {}
     raised: BaseException | None = None
     if processed is not None:
-        usage = processed.get("api_usage")
-        prompt_tokens = None
-        if isinstance(usage, dict):
-            prompt_tokens = _usage_int(usage, "prompt_tokens")
-            completion = _usage_int(usage, "completion_tokens")
+        # What the System returned is untrusted like its text: a value that cannot be
+        # counted makes this example an error row (counted in error_rate), never a
+        # crash of the accounting that would lose the row.
+        try:
+            prompt_tokens, completion = _usage(processed, system)
             if prompt_tokens is not None:
                 metadata["prompt_tokens"] = prompt_tokens
             if completion is not None:
                 metadata["completion_tokens"] = completion
-        if prompt_tokens is not None:
-            output_tokens = prompt_tokens
-        else:
-            output_tokens = sum(
-                input_counts[f]
-                if processed.get(f) is original.get(f)
-                else count_fields(processed, (f,), tok)
-                for f in fields
-            )
+            if prompt_tokens is not None:
+                output_tokens = prompt_tokens
+            else:
+                output_tokens = sum(
+                    input_counts[f]
+                    if processed.get(f) is original.get(f)
+                    else count_fields(processed, (f,), tok)
+                    for f in fields
+                )
+        except Exception as exc:
+            if error is None:
+                raised = exc
+                error = _error(exc, "system")
         if error is None:
             owner: dict[str, str] = {}
             for ev in evaluators:

@@ -84,6 +84,36 @@ FAMILY_EVALUATORS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: class name → the score keys it can produce (docs/evaluators.md): what lets a
+#: misspelt score field be refused before any example runs.
+SCORE_KEYS: dict[str, tuple[str, ...]] = {
+    "AnswerQuality": ("f1", "exact_match", "recall", "contains"),
+    "SummarizationQuality": (
+        "rouge_l_precision", "rouge_l_recall", "rouge_l_f1",
+        "rouge_lsum_precision", "rouge_lsum_recall", "rouge_lsum_f1",
+    ),
+    "MultipleChoiceAccuracy": ("mc_accuracy",),
+    "MathEquivalence": ("math_equiv",),
+    "NLILabelMatch": ("nli_accuracy",),
+    "IFEvalChecker": ("ifeval_strict", "ifeval_loose", "ifeval_inst_strict", "ifeval_inst_loose"),
+    "CodeExecution": ("pass_at_1",),
+    "LLMJudge": ("judge_score",),
+    "MemoryJudge": ("memory_judge", "memory_judge_raw"),
+}
+
+
+def score_keys_for(
+    families: Iterable[str], options: Mapping[str, Mapping[str, Any]] | None = None
+) -> set[str]:
+    """Every score key the evaluators :func:`evaluators_for` wires for ``families``
+    can produce (nothing is built)."""
+    fams = set(families)
+    names = ["AnswerQuality"] + [c for f in fams for c in FAMILY_EVALUATORS.get(f, ())]
+    if (options or {}).get("judge"):
+        names.append("MemoryJudge" if fams == {"memory"} else "LLMJudge")
+    return {key for name in names for key in SCORE_KEYS.get(name, ())}
+
+
 _shared: dict[tuple[Any, ...], Any] = {}
 _shared_lock = threading.Lock()
 

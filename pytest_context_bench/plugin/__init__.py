@@ -178,6 +178,8 @@ def pytest_configure(config: pytest.Config) -> None:
         state.controller = Controller(
             settings, __version__, state.baseline, state.fingerprints, state.datasets_info
         )
+        if state.cli_spec is not None:
+            state.controller.expect(_suite_wire(state.cli_spec, state))
         config.pluginmanager.register(state.controller, "ctxbench-controller")
 
 
@@ -320,6 +322,21 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if state.cli_spec is not None:
         collector = build_cli_collector(session, state.dirs, with_fixture=not state.systems)
         items.extend(session.genitems(collector))
+    if state.settings.systems and state.cli_spec is None and not state.specs:
+        # Systems named on the command line, and nothing to run them on: not a
+        # silent "no tests ran" (marked tests would have used them).
+        given = " ".join(f"{SYSTEM.flag}={s}" for s in state.settings.systems)
+        message = (
+            f"{given} runs on no dataset: add {DATASET.flag}=SPEC (a file or a"
+            f" registered name), or mark a test @pytest.mark.{MARKER}(dataset=...)"
+        )
+        if is_worker(config):
+            # A worker cannot raise UsageError; the controller turns a collection
+            # error carrying USAGE_PREFIX into exit status 4.
+            config.hook.pytest_collectreport(
+                report=pytest.CollectReport("", "failed", USAGE_PREFIX + message, [])
+            )
+        state.errors.append(message)
     if state.errors:
         if is_worker(config):
             items.clear()  # the collection error was reported; run nothing
@@ -365,7 +382,9 @@ def ctxbench_system(request: pytest.FixtureRequest) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if call.when == "call":
+    if call.when == "setup":
+        _announce_suite(item, report)
+    elif call.when == "call":
         recorder = item.stash.get(RECORDER_KEY, None)
         if recorder is not None:
             del item.stash[RECORDER_KEY]  # items live all session; rows need not
@@ -421,8 +440,40 @@ def _attach(report: pytest.TestReport, recorder: Recorder, state: State) -> None
         # How the suite is scored and gated travels once per process (the controller
         # keeps the first copy it sees), not on every report.
         state.sent_origins.add(spec.origin)
-        payload["suite"] = ensure_wire_safe(spec.wire())
+        payload["suite"] = _suite_wire(spec, state)
     setattr(report, REPORT_ATTR, payload)
+
+
+def _suite_wire(spec: SuiteSpec, state: State) -> dict[str, Any]:
+    """How a suite is scored and gated, with the suite labels it will produce."""
+    labels = {spec.suite_label(s.name): s.name for s in state.systems}
+    if not labels and spec.default_system is not None:
+        labels = {spec.origin: spec.default_system}
+    return ensure_wire_safe({**spec.wire(), "labels": labels})  # type: ignore[no-any-return]
+
+
+def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
+    """Send the suite's gates on the setup report of its first item in this process.
+
+    The call report normally carries them; but an example whose worker crashes
+    mid-call has no call report, and a suite whose every example crashed must still
+    have its configured gates decided on the controller (they fail, "no example was
+    scored") rather than vanish.
+    """
+    state = item.config.stash.get(STATE_KEY, None)
+    callspec = getattr(item, "callspec", None)
+    if state is None or callspec is None:
+        return
+    ref = callspec.params.get("ctxbench_example")
+    case = callspec.params.get("ctxbench_case")
+    if isinstance(case, CliCase):
+        ref = case.ref
+    if not isinstance(ref, ExampleRef) or ref.spec.origin in state.sent_origins:
+        return
+    if not any(v is not None for v in ref.spec.limits.values()):
+        return
+    state.sent_origins.add(ref.spec.origin)
+    setattr(report, REPORT_ATTR, {"v": WIRE_VERSION, "suite": _suite_wire(ref.spec, state)})
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -166,7 +166,28 @@ class DatasetCache:
         return tuple(out)
 
 
+def check_score_field(
+    field: str | None, datasets: tuple[Dataset, ...], options: dict[str, Any], where: str
+) -> None:
+    """Refuse, before any example runs, a score field that none of the evaluators
+    wired for these datasets produces (a typo would leave every row unscored)."""
+    from ..evaluators import score_keys_for
+
+    if not field:
+        return
+    keys = score_keys_for({ds.family for ds in datasets}, options)
+    if field not in keys:
+        raise pytest.UsageError(
+            f"{where}: no evaluator of these datasets produces a score named {field!r};"
+            f" the scores they produce: {', '.join(sorted(keys))}"
+        )
+
+
 def spec_from_settings(settings: Settings, datasets: tuple[Dataset, ...]) -> SuiteSpec:
+    check_score_field(
+        settings.score_field, datasets, settings.evaluator_options,
+        settings.where.get("ctxbench_score_field", "--ctxbench-score-field"),
+    )
     return SuiteSpec(
         origin=CLI_ORIGIN,
         datasets=datasets,
@@ -219,6 +240,13 @@ def spec_from_marker(
     for name in limits:
         if name in values:
             limits[name] = values[name]
+    if "evaluators" not in values:  # the marker's own evaluators: checked at the end
+        check_score_field(
+            values.get("score_field", settings.score_field), datasets,
+            settings.evaluator_options,
+            f"{where_base}(score_field=...)" if "score_field" in values
+            else settings.where.get("ctxbench_score_field", "--ctxbench-score-field"),
+        )
     return SuiteSpec(
         origin=origin,
         datasets=datasets,

@@ -221,6 +221,12 @@ CODE_MEMORY = _opt(
     "CodeExecution: address-space limit per program in MiB, 0 for none. Default: 1024",
     "MIB",
 )
+ALLOW_EMPTY = _opt(
+    "allow-empty",
+    "bool",
+    "Let a run whose selection (shard, limit, sample) keeps no example of any dataset"
+    " pass, e.g. a CI matrix with more shards than examples. Default: such a run fails",
+)
 CODE_NETWORK = _opt(
     "code-network",
     "str",
@@ -266,7 +272,14 @@ OPTIONS: tuple[Option, ...] = (
     CODE_TIMEOUT,
     CODE_MEMORY,
     CODE_NETWORK,
+    ALLOW_EMPTY,
 )
+
+#: Trials per example at most (--ctxbench-repeat, repeat=): each trial of each
+#: example is one pytest item, built at collection time.
+MAX_REPEAT = 1000
+#: Seconds per program at most (--ctxbench-code-timeout): a day.
+MAX_CODE_TIMEOUT = 86400.0
 
 #: gate name → its option
 GATE_OPTIONS = {
@@ -300,16 +313,19 @@ def addoptions(parser: pytest.Parser) -> None:
             parser.addini(opt.ini, opt.help, type="string", default="")
 
 
-def _parse_int(raw: str, where: str, minimum: int) -> int:
+def _parse_int(raw: str, where: str, minimum: int, maximum: int | None = None, why: str = "") -> int:
+    expected = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     try:
         value = int(raw.strip())
     except ValueError:
-        raise pytest.UsageError(
-            f"{where} must be an integer >= {minimum}, given: {raw!r}"
-        ) from None
-    if value < minimum:
-        raise pytest.UsageError(f"{where} must be an integer >= {minimum}, given: {raw!r}")
+        value = minimum - 1
+    if value < minimum or (maximum is not None and value > maximum):
+        raise pytest.UsageError(f"{where} must be an integer {expected}{why}, given: {raw!r}")
     return value
+
+
+#: Why --ctxbench-repeat is bounded, in its error message.
+_REPEAT_WHY = " (each trial of each example is one pytest item, made at collection time)"
 
 
 def parse_float(
@@ -380,6 +396,7 @@ class Settings:
     skip_bad_records: bool = False
     list_datasets: bool = False
     require_same_examples: bool = False
+    allow_empty: bool = False
 
     @property
     def active(self) -> bool:
@@ -417,15 +434,15 @@ class Settings:
                 return None
             return parse_float(raw, opt.where(from_cli), **_RANGES[name])
 
-        def integer(opt: Option, minimum: int) -> int | None:
+        def integer(opt: Option, minimum: int, maximum: int | None = None, why: str = "") -> int | None:
             raw, from_cli = get(opt)
             if raw is None:
                 return None
-            return _parse_int(str(raw), opt.where(from_cli), minimum)
+            return _parse_int(str(raw), opt.where(from_cli), minimum, maximum, why)
 
         sample = integer(SAMPLE, 1)
         seed = integer(SEED, 0)
-        repeat = integer(REPEAT, 1)
+        repeat = integer(REPEAT, 1, MAX_REPEAT, _REPEAT_WHY)
         shard_raw, shard_cli = get(SHARD)
         shard = _parse_shard(shard_raw, SHARD.where(shard_cli)) if shard_raw else None
         threshold = number(THRESHOLD, "threshold")
@@ -441,7 +458,7 @@ class Settings:
                 raise pytest.UsageError(f"{JSON.where(json_cli)} must be a file path, given a directory: {json_raw!r}")
         text_raw, text_cli = get(TEXT_FIELDS)
         text_fields = None
-        if text_raw:
+        if text_raw is not None:  # an empty value is a mistake, not "the default"
             text_fields = tuple(f.strip() for f in str(text_raw).split(",") if f.strip())
             if not text_fields:
                 raise pytest.UsageError(f"{TEXT_FIELDS.where(text_cli)} must list field names, e.g. 'context,question', given: {text_raw!r}")
@@ -553,7 +570,9 @@ class Settings:
             }
         raw, from_cli = get(CODE_TIMEOUT)
         if raw is not None:
-            code["timeout"] = parse_float(raw, CODE_TIMEOUT.where(from_cli), lo=0.0, open_lo=True)
+            code["timeout"] = parse_float(
+                raw, CODE_TIMEOUT.where(from_cli), lo=0.0, hi=MAX_CODE_TIMEOUT, open_lo=True
+            )
         raw, from_cli = get(CODE_MEMORY)
         if raw is not None:
             memory_mb = _parse_int(str(raw), CODE_MEMORY.where(from_cli), 0)
@@ -602,6 +621,7 @@ class Settings:
             skip_bad_records=bool(get(SKIP_BAD_RECORDS)[0]),
             list_datasets=bool(get(LIST_DATASETS)[0]),
             require_same_examples=bool(get(REQUIRE_SAME_EXAMPLES)[0]),
+            allow_empty=bool(get(ALLOW_EMPTY)[0]),
         )
 
     def selection(self) -> Any:
@@ -674,10 +694,17 @@ def marker_kwargs_parsers() -> dict[str, Callable[[Any, str], Any]]:
             raise pytest.UsageError(f"{where} must be a non-empty list of evaluator objects (each with score()), given: {v!r}")
         return tuple(items)
 
-    def integer(minimum: int) -> Callable[[Any, str], int]:
+    def integer(minimum: int, maximum: int | None = None, why: str = "") -> Callable[[Any, str], int]:
+        expected = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+
         def check(v: Any, where: str) -> int:
-            if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-                raise pytest.UsageError(f"{where} must be an integer >= {minimum}, given: {v!r}")
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, int)
+                or v < minimum
+                or (maximum is not None and v > maximum)
+            ):
+                raise pytest.UsageError(f"{where} must be an integer {expected}{why}, given: {v!r}")
             return v
 
         return check
@@ -699,7 +726,7 @@ def marker_kwargs_parsers() -> dict[str, Callable[[Any, str], Any]]:
         "sample": integer(1),
         "seed": integer(0),
         "shard": shard,
-        "repeat": integer(1),
+        "repeat": integer(1, MAX_REPEAT, _REPEAT_WHY),
         "score_field": score_field,
         "threshold": num("threshold"),
         "text_fields": text_fields,

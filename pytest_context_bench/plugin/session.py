@@ -68,6 +68,10 @@ class Controller:
         self.report: RunReport | None = None
         self.json_error: str | None = None
         self.usage_errors: list[str] = []
+        #: Lines that fail the run whatever the gates say (a score field no row
+        #: produced, a selection that keeps nothing), and lines that only inform.
+        self.problems: list[str] = []
+        self.notes: list[str] = []
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -103,6 +107,10 @@ class Controller:
         suite = payload.get("suite")
         if suite is not None and str(suite["origin"]) not in self.infos:
             self.infos[str(suite["origin"])] = SuiteInfo.from_wire(suite)
+        if "rows" not in payload:  # a setup report announcing its suite's gates
+            if report.failed:
+                self._failed.append((report.nodeid, "ctxbench" in report.keywords))
+            return
         for item in payload["rows"]:
             self.records.append(
                 Record(
@@ -117,6 +125,56 @@ class Controller:
         # rows are ours, leave only what pytest_report_teststatus reads again.
         setattr(report, REPORT_ATTR, _SLIM.get(payload["status"]) or {"v": payload["v"], "status": payload["status"]})
 
+    def _gates_configured(self) -> bool:
+        """A gate was asked for: then the run is gated even with no row at all."""
+        return bool(self.settings.max_drops and self.baseline is not None) or any(
+            v is not None for info in self.infos.values() for v in info.limits.values()
+        )
+
+    def expect(self, suite: dict[str, Any]) -> None:
+        """A suite known before any row arrives (the command line's, on the
+        controller): its gates are decided even when no example produces a row."""
+        self.infos.setdefault(str(suite["origin"]), SuiteInfo.from_wire(suite))
+
+    def _check_selection(self, session: pytest.Session) -> None:
+        """A command-line run whose selection keeps no example fails in one line,
+        unless --ctxbench-allow-empty says that is expected."""
+        info = self._datasets_info() if self._datasets_info else []
+        if not info or any(d["selected"] for d in info):
+            return
+        what = ", ".join(
+            f"{d['tag']} ({d['examples']} example{'' if d['examples'] == 1 else 's'})"
+            for d in info
+        )
+        text = f"the selection ({info[0]['selection']}) keeps no example of {what}: nothing was run"
+        if self.settings.allow_empty:
+            self.notes.append(f"{text} (allowed by --ctxbench-allow-empty)")
+        else:
+            self.problems.append(
+                f"FAILED {text}; pass --ctxbench-allow-empty to let such a run pass"
+            )
+            session.testsfailed += 1
+
+    def _check_score_fields(self, session: pytest.Session) -> None:
+        """A score field that rows were scored with but none produced is a typo (or an
+        evaluator that never ran): every row would be unscored and the run green."""
+        produced: dict[str, set[str]] = {}
+        for rec in self.records:
+            produced.setdefault(rec.origin, set()).update(rec.row.scores)
+        for origin, keys in produced.items():
+            info = self.infos.get(origin)
+            field = info.score_field if info is not None else None
+            if not field or not keys or field in keys:
+                continue
+            where = self.settings.where.get("ctxbench_score_field", "--ctxbench-score-field")
+            if origin != "cli":
+                where = "score_field"
+            self.problems.append(
+                f"FAILED {origin}: no example produced the score field {field!r} ({where});"
+                f" the scores produced: {', '.join(sorted(keys))}"
+            )
+            session.testsfailed += 1
+
     def finish(self, session: pytest.Session) -> None:
         if self.report is not None:
             return
@@ -125,9 +183,17 @@ class Controller:
             function = nodeid.split("[", 1)[0]
             if marked or function in origins or function.endswith("ctxbench::example"):
                 self.lost.append(nodeid)
-        if not self.records and not self.lost:
+        if session.config.option.collectonly:
+            return
+        if not self.records and not self.lost and not session.testscollected:
+            # pytest's own selection (-k, -m, --lf, a path) left nothing to run: that
+            # is a choice, not a benchmark that measured nothing.
+            return
+        self._check_selection(session)
+        if not self.records and not self.lost and not self._gates_configured():
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
+        self._check_score_fields(session)
         if self.baseline is not None:
             from ..baseline import check_datasets, compare
             from ..errors import ConfigError
@@ -258,7 +324,16 @@ class Controller:
                 )
                 warnings.warn(CtxBenchWarning(self.baseline_error), stacklevel=1)
 
+    def _problem_lines(self, tr: Any) -> None:
+        for text in self.problems:
+            tr.write_line(text, red=True)
+        for text in self.notes:
+            tr.write_line(text, yellow=True)
+
     def terminal_summary(self, terminalreporter: Any) -> None:
+        if self.report is None and (self.problems or self.notes):
+            terminalreporter.write_sep("=", "ctxbench summary")
+            self._problem_lines(terminalreporter)
         if self.report is None:
             if self.baseline_error:
                 terminalreporter.write_line(self.baseline_error, red=True)
@@ -277,6 +352,7 @@ class Controller:
                     tr.write_line(f"  ... and {len(skipped) - 10} more (see the JSON report)")
         for text, markup in render_lines(self.report, gate_enforced=self.gate_enforced):
             tr.write_line(text, **markup)
+        self._problem_lines(tr)
         if self.comparison is not None:
             tr.write_line("")
             tr.write_line("baseline comparison:", bold=True)

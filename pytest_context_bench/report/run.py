@@ -34,6 +34,9 @@ class SuiteInfo:
     strict: bool = False
     datasets: tuple[str, ...] = ()
     fingerprints: dict[str, str] = field(default_factory=dict)
+    #: The suite labels the origin is expected to produce (one per System known up
+    #: front); empty when the System comes from a fixture and is named by its rows.
+    labels: dict[str, str] = field(default_factory=dict)  # suite label -> system
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> SuiteInfo:
@@ -45,6 +48,7 @@ class SuiteInfo:
             strict=bool(data.get("strict", False)),
             datasets=tuple(data.get("datasets", ())),
             fingerprints={str(k): str(v) for k, v in (data.get("fingerprints") or {}).items()},
+            labels={str(k): str(v) for k, v in (data.get("labels") or {}).items()},
         )
 
 
@@ -144,6 +148,32 @@ def build_run_report(
                 mine = [r for r in folded if r.system == system]
                 intervals[label] = _folded_intervals(mine, info.score_field)
                 repeats[label] = repeat_summary(mine)
+    for origin in sorted(infos, key=lambda o: (o != CLI_ORIGIN, o)):
+        # A configured gate with nothing to measure is decided, and fails: a suite
+        # whose every example crashed, errored before scoring or was never selected
+        # does not make its gates vanish.
+        info = infos[origin]
+        suite_gates = gates_from_limits(info.limits)
+        if not suite_gates:
+            continue
+        seen = {s["label"] for s in suites if s["origin"] == origin}
+        expected = dict(info.labels) or ({} if seen else {origin: origin})
+        for label, system in expected.items():
+            if label in seen or label in summary:
+                continue
+            suites.append(
+                {
+                    "label": label,
+                    "origin": origin,
+                    "system": system,
+                    "datasets": list(info.datasets),
+                    "score_field": info.score_field,
+                    "threshold": info.threshold,
+                    "limits": {k: v for k, v in info.limits.items() if v is not None},
+                    "strict": info.strict,
+                }
+            )
+            gates.extend(check_gates(label, {}, suite_gates))
     return RunReport(summary, suites, gates, ordered, sorted(set(lost)), intervals, repeats)
 
 

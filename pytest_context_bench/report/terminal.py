@@ -57,7 +57,10 @@ _FLAKY_SHOWN = 10
 def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple[str, dict[str, Any]]]:
     lines: list[tuple[str, dict[str, Any]]] = []
     if not report.summary:
-        return [("no example was scored", {"yellow": True})]
+        lines.append(("no example was scored", {"yellow" if not report.gates else "red": True}))
+        _lost_lines(report, lines)
+        _gate_lines(report, lines, gate_enforced)
+        return lines
     labels = list(report.summary)
     present = [c for c in _COLUMNS if any(c[0] in report.summary[s] for s in labels)]
     def cell(label: str, key: str, kind: str) -> str:
@@ -121,6 +124,12 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
     if counts.get("below") or counts.get("error") or counts.get("unscored"):
         parts = [f"{counts[k]} {w}" for k, w in (("below", "below threshold"), ("error", "errored"), ("unscored", "not scored")) if counts.get(k)]
         lines.append(("examples: " + ", ".join(parts), {"yellow": True}))
+    _lost_lines(report, lines)
+    _gate_lines(report, lines, gate_enforced)
+    return lines
+
+
+def _lost_lines(report: RunReport, lines: list[tuple[str, dict[str, Any]]]) -> None:
     if report.lost:
         lines.append((f"{len(report.lost)} example(s) produced no row (crashed or failed before scoring):", {"red": True}))
         for nodeid in report.lost[:20]:
@@ -128,6 +137,10 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
         if len(report.lost) > 20:
             lines.append((f"  ... and {len(report.lost) - 20} more", {"red": True}))
 
+
+def _gate_lines(
+    report: RunReport, lines: list[tuple[str, dict[str, Any]]], gate_enforced: bool
+) -> None:
     if report.gates:
         lines.append(("", {}))
         suffix = "" if gate_enforced else " (not enforced: --ctxbench-no-gate)"
@@ -139,4 +152,3 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
         breaches = report.breaches
         if breaches and gate_enforced:
             lines.append((f"{len(breaches)} gate(s) breached: the run fails", {"red": True, "bold": True}))
-    return lines

@@ -102,6 +102,8 @@ REASONS: Final[tuple[str, ...]] = (
 
 _ZYGOTE: Final = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_zygote.py")
 _START_TIMEOUT: Final = 60.0  # seconds for a zygote to set itself up
+#: The longest timeout a run may have (a day): beyond it, deadlines overflow.
+MAX_TIMEOUT: Final = 86400.0
 _SLACK: Final = 30.0  # seconds a run may exceed its timeout before the zygote is killed
 _ENV_KEEP: Final = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH",
                     "SYSTEMROOT")
@@ -304,10 +306,10 @@ class Sandbox:
         namespaces: bool = True,
     ) -> None:
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
-            math.isfinite(timeout) and timeout > 0
+            math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT
         ):
-            raise ConfigError(f"the code timeout must be a positive number of seconds, "
-                              f"got {timeout!r}.")
+            raise ConfigError(f"the code timeout must be a number of seconds in (0, "
+                              f"{MAX_TIMEOUT:g}], got {timeout!r}.")
         for label, value, least in (("memory_mb", memory_mb, 64),
                                     ("max_processes", max_processes, 1),
                                     ("max_file_mb", max_file_mb, 1),

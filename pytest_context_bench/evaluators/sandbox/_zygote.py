@@ -581,12 +581,14 @@ class Forker:
         out_r, out_w = os.pipe()
         sec_r, sec_w = os.pipe()
         started = time.monotonic()
+        forker_pid = os.getpid()
         pid = os.fork()
         if pid == 0:
             os.close(rep_r)
             os.close(out_r)
             os.close(sec_w)
-            child(req, tmp, uid, self.setup, self.pristine, rep_w, out_w, sec_r)
+            child(req, tmp, uid, self.setup, self.pristine, rep_w, out_w, sec_r,
+                  forker_pid)
         os.close(rep_w)
         os.close(out_w)
         os.close(sec_r)
@@ -615,6 +617,11 @@ class Forker:
         for fd in (rep_r, out_r):
             set_cloexec_nonblock(fd)
             poller.register(fd, select.POLLIN)
+        # The request pipe: the caller writes nothing during a run, so the only
+        # event it can report is a hang-up, when every writer is gone: the caller
+        # died (Ctrl-C, SIGKILL, a crashed xdist worker). Nobody will read the
+        # verdict, and the program must not outlive the run.
+        poller.register(0, 0)
         open_fds = {rep_r, out_r}
         status: int | None = None
         timed_out = False
@@ -655,6 +662,8 @@ class Forker:
                 break
             wait_ms = remaining * 1000 if pidfd >= 0 else min(remaining * 1000, 5)
             for fd, _event in poller.poll(max(1, math.ceil(wait_ms))):
+                if fd == 0:
+                    abandon(pid, self.setup.namespaces)
                 if fd == pidfd:
                     status = os.waitpid(pid, 0)[1]
                 elif fd in open_fds and take(fd) is False:
@@ -689,6 +698,25 @@ class Forker:
             answer["reason"] = "sandbox_error"
             answer["message"] = "the sandbox could not be set up: " + setup_error[0]
         return answer
+
+
+def abandon(pid: int, namespaces: bool) -> NoReturn:
+    """The caller is gone: kill the program's process group and everything it left,
+    then end the zygote (in a PID namespace, the forker's exit ends every process
+    left in it; its parent outside then exits too)."""
+    for target in (-pid, pid):
+        try:
+            os.kill(target, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        os.waitpid(pid, 0)
+        if namespaces:
+            sweep_namespace()
+        else:
+            sweep_basic(pid, pid)
+    finally:
+        os._exit(0)
 
 
 def verdict(status: int, timed_out: bool, duration: float, verdicts: list[str],
@@ -763,7 +791,8 @@ def verdict(status: int, timed_out: bool, duration: float, verdicts: list[str],
 
 
 def child(req: dict[str, Any], tmp: str, uid: int | None, setup: Setup,
-          pristine: dict[str, Any], rep_w: int, out_w: int, sec_r: int) -> NoReturn:
+          pristine: dict[str, Any], rep_w: int, out_w: int, sec_r: int,
+          forker_pid: int) -> NoReturn:
     """Set the child up, then run the harness; never returns."""
     try:
         os.setsid()
@@ -838,6 +867,12 @@ def child(req: dict[str, Any], tmp: str, uid: int | None, setup: Setup,
             # other processes' memory or environment, mount, or change limits.
             drop_capabilities()
         if sys.platform.startswith("linux"):
+            # The program dies with its forker, whatever kills the forker (set only
+            # now: a change of uid clears it). The forker is single-threaded, so
+            # "parent" here is the forker itself, not a thread that could end first.
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != forker_pid:
+                os._exit(1)  # the forker died before the line above
             prctl(PR_SET_NO_NEW_PRIVS, 1)
             # The forker is not dumpable (see main); the child may read its own
             # /proc entries again: the only secret in its memory is its own.

@@ -1,0 +1,340 @@
+"""No silent green: a configured gate is always decided, bad values a System returns
+are that example's error, typos fail (issue 19)."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import read_json
+
+CRASH_PY = """
+import os
+
+class Crash:
+    name = "crash"
+    def process(self, example):
+        os._exit(3)
+
+crash = Crash()
+"""
+
+
+@pytest.mark.parametrize(
+    "option, gate, metric",
+    [
+        ("--ctxbench-min-pass-rate=0.5", "min_pass_rate", "pass_rate"),
+        ("--ctxbench-min-mean-score=0.1", "min_mean_score", "mean_score"),
+        ("--ctxbench-max-cost-of-pass=1000", "max_cost_of_pass", "cost_of_pass"),
+        ("--ctxbench-max-error-rate=0.5", "max_error_rate", "error_rate"),
+    ],
+)
+def test_gate_of_a_run_whose_every_example_crashed_fails(
+    project: pytest.Pytester, option: str, gate: str, metric: str
+) -> None:
+    project.makepyfile(crash=CRASH_PY)
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=crash:crash", option,
+        "--ctxbench-json=out.json", "-n", "2",
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([f"*FAIL crash: {gate}: {metric} could not be measured (no example was scored)*"])
+    doc = read_json(project.path / "out.json")
+    assert [(g["suite"], g["gate"], g["passed"]) for g in doc["gates"]] == [("crash", gate, False)]
+
+
+def test_marked_test_gate_with_every_example_crashed_fails(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_m="""
+        import os
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", limit=3, min_pass_rate=0.5)
+        def test_qa(ctxbench_example, ctxbench_record):
+            os._exit(3)
+        """
+    )
+    result = project.runpytest("-n", "2", "--ctxbench-json=out.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*FAIL test_m.py::test_qa: min_pass_rate:*no example was scored*"])
+    doc = read_json(project.path / "out.json")
+    assert [(g["suite"], g["passed"]) for g in doc["gates"]] == [("test_m.py::test_qa", False)]
+
+
+def test_gate_of_one_system_with_no_row_fails_beside_a_scored_one(project: pytest.Pytester) -> None:
+    project.makepyfile(crash=CRASH_PY)
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
+        "--ctxbench-system=crash:crash", "--ctxbench-min-pass-rate=0.5", "-n", "2",
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*PASS echo: min_pass_rate*", "*FAIL crash: min_pass_rate*no example was scored*"])
+
+
+def test_gate_with_no_example_selected_fails(project: pytest.Pytester) -> None:
+    # --ctxbench-shard=5/6 of 6 examples selects one; 8/8 of 6 may select none: use a
+    # selection that keeps none by sharding one example in many parts.
+    project.makefile(".jsonl", one='{"id": "a", "context": "c", "question": "q", "answer": "x"}\n')
+    result = project.runpytest(
+        "--ctxbench-dataset=one.jsonl", "--ctxbench-system=systems:echo",
+        "--ctxbench-min-pass-rate=0.5", "--ctxbench-shard=1/100", "--ctxbench-json=out.json",
+    )
+    empty = not any(
+        line for line in result.stdout.lines if "one/a" in line and "PASSED" in line
+    )
+    assert empty
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*FAIL echo: min_pass_rate*no example was scored*"])
+    assert [g["passed"] for g in read_json(project.path / "out.json")["gates"]] == [False]
+
+
+def test_max_drop_gate_with_every_example_crashed_fails(project: pytest.Pytester) -> None:
+    project.makepyfile(crash=CRASH_PY)
+    saved = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
+        "--ctxbench-save-baseline=base.json",
+    )
+    assert saved.ret == 0
+    project.makepyfile(crash=CRASH_PY.replace('"crash"', '"echo"'))
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=crash:crash",
+        "--ctxbench-baseline=base.json", "--ctxbench-max-drop=pass_rate:0.02", "-n", "2",
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*FAILED echo: the max-drop gates compared no example*"])
+
+
+def test_max_drop_gate_with_no_example_selected_fails(project: pytest.Pytester) -> None:
+    project.makefile(".jsonl", one='{"id": "a", "context": "c", "question": "q", "answer": "x"}\n')
+    args = ["--ctxbench-dataset=one.jsonl", "--ctxbench-system=systems:echo"]
+    assert project.runpytest(*args, "--ctxbench-save-baseline=base.json").ret == 0
+    result = project.runpytest(
+        *args, "--ctxbench-shard=1/100", "--ctxbench-baseline=base.json",
+        "--ctxbench-max-drop=pass_rate:0.02",
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*FAILED echo: the max-drop gates compared no example*"])
+
+
+BAD_USAGE_PY = """
+import math
+
+BAD = {"nan": math.nan, "inf": math.inf, "negative": -3, "string": "12",
+       "bool": True, "fraction": 2.5, "huge": 1e300, "list": [1]}
+
+class BadUsage:
+    name = "bad"
+    def __init__(self, key):
+        self.key = key
+    def process(self, example):
+        usage = {"prompt_tokens": 7, "completion_tokens": 2}
+        if example["id"] == "q-2":
+            usage["completion_tokens"] = BAD[self.key]
+        if example["id"] == "q-3":
+            usage["prompt_tokens"] = BAD[self.key]
+        return {**example, "response": str(example["answer"]), "api_usage": usage}
+
+def make(key):
+    return lambda: BadUsage(key)
+
+for _key in BAD:
+    globals()[_key] = make(_key)
+
+class NotADict:
+    name = "bad"
+    def process(self, example):
+        return {**example, "response": str(example["answer"]),
+                "api_usage": 12 if example["id"] == "q-2" else {"prompt_tokens": 1}}
+
+notadict = NotADict
+"""
+
+BAD_KEYS = ["nan", "inf", "negative", "string", "bool", "fraction", "huge", "list"]
+
+
+@pytest.mark.parametrize("key", BAD_KEYS)
+def test_bad_api_usage_is_that_examples_error_row(key: str) -> None:
+    import math
+
+    from pytest_context_bench import evaluate
+    from pytest_context_bench.engine import run_example
+
+    namespace: dict[str, object] = {}
+    exec(BAD_USAGE_PY, namespace)
+    system = namespace[key]()  # type: ignore[operator]
+    example = {"id": "q-2", "context": "c", "question": "q", "answer": "a"}
+    row, raised = run_example(system, example, [])
+    assert row.error is not None and row.error["where"] == "system"
+    assert "completion_tokens" in row.error["message"]
+    assert isinstance(raised, ValueError)
+    good, _ = run_example(system, {**example, "id": "q-1"}, [])
+    assert good.error is None and good.metadata["completion_tokens"] == 2
+    rows = [{**example, "id": f"q-{i}"} for i in range(1, 5)]
+    res = evaluate([system], rows, progress=False)
+    assert len(res.rows) == 4
+    assert math.isclose(res.summary["bad"]["error_rate"], 0.5)
+
+
+def test_api_usage_that_is_not_a_dict_is_an_error_row() -> None:
+    from pytest_context_bench.engine import run_example
+
+    namespace: dict[str, object] = {}
+    exec(BAD_USAGE_PY, namespace)
+    row, raised = run_example(namespace["notadict"](), {"id": "q-2", "answer": "a"}, [])  # type: ignore[operator]
+    assert row.error is not None and "api_usage" in row.error["message"]
+
+
+@pytest.mark.parametrize("key", ["nan", "inf", "string"])
+def test_bad_api_usage_under_xdist_counts_in_error_rate_and_the_baseline(
+    project: pytest.Pytester, key: str
+) -> None:
+    project.makepyfile(badusage=BAD_USAGE_PY)
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", f"--ctxbench-system=badusage:{key}",
+        "--ctxbench-json=out.json", "--ctxbench-save-baseline=base.json", "-n", "2",
+    )
+    result.assert_outcomes(passed=4, errors=2)
+    doc = read_json(project.path / "out.json")
+    assert len(doc["rows"]) == 6
+    assert doc["lost"] == []
+    assert doc["summary"]["bad"]["error_rate"] == pytest.approx(2 / 6)
+    errors = sorted(r["example_id"] for r in doc["rows"] if r["error"])
+    assert errors == ["q-2", "q-3"]
+    base = read_json(project.path / "base.json")
+    assert len(base["rows"]) == 6
+
+
+# --------------------------------------------------------------- typos fail
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--ctxbench-text-fields="], "--ctxbench-text-fields must list field names*given: ''"),
+        (["--ctxbench-code-timeout=1e308"], "--ctxbench-code-timeout must be a number in (0, 86400], given: '1e308'"),
+        (["--ctxbench-code-timeout=inf"], "--ctxbench-code-timeout must be a number in (0, 86400], given: 'inf'"),
+        (["--ctxbench-repeat=100000000"], "--ctxbench-repeat must be an integer in [[]1, 1000]*given: '100000000'*"),
+        (["--ctxbench-score-field=nosuch"], "--ctxbench-score-field: no evaluator of these datasets produces a score named 'nosuch'; the scores they produce: contains, exact_match, f1, recall"),
+    ],
+)
+def test_typo_is_one_usage_error(project: pytest.Pytester, args: list[str], message: str) -> None:
+    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_repeat_bound_in_the_marker(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", repeat=100000000)
+        def test_qa(ctxbench_example, ctxbench_record):
+            ctxbench_record({**ctxbench_example, "response": ctxbench_example["answer"]})
+        """
+    )
+    result = project.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*repeat=...) must be an integer in [[]1, 1000]*"])
+
+
+def test_sandbox_timeout_is_bounded() -> None:
+    from pytest_context_bench.errors import ConfigError
+    from pytest_context_bench.evaluators import CodeExecution
+
+    with pytest.raises(ConfigError, match="86400"):
+        CodeExecution(timeout=1e308)
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "xdist2"])
+def test_system_without_dataset_is_a_usage_error(project: pytest.Pytester, mode: str) -> None:
+    project.makepyfile(test_plain="def test_plain():\n    pass\n")
+    args = ["-n", "2"] if mode == "xdist2" else []
+    result = project.runpytest("--ctxbench-system=systems:echo", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--ctxbench-system=systems:echo runs on no dataset" in result.stdout.str() + result.stderr.str()
+
+
+def test_system_for_marked_tests_without_dataset_option_is_fine(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", limit=2)
+        def test_qa(ctxbench_example, ctxbench_record, ctxbench_system):
+            ctxbench_record.run(ctxbench_system)
+        """
+    )
+    result = project.runpytest("--ctxbench-system=systems:echo")
+    assert result.ret == 0
+    result.assert_outcomes(passed=2)
+
+
+def test_score_field_no_row_produces_fails_at_the_end(project: pytest.Pytester) -> None:
+    # Evaluators of the marker's own: their keys are known only from the rows.
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        class Length:
+            name = "length"
+            def score(self, original, processed):
+                return {"length": float(len(processed["response"]))}
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", evaluators=[Length()], score_field="nosuch")
+        def test_qa(ctxbench_example, ctxbench_record):
+            ctxbench_record({**ctxbench_example, "response": "x"})
+        """
+    )
+    for args in ([], ["-n", "2"]):
+        result = project.runpytest(*args)
+        assert result.ret == 1, args
+        result.stdout.fnmatch_lines([
+            "*FAILED test_m.py::test_qa: no example produced the score field 'nosuch'"
+            " (score_field); the scores produced: length*"
+        ])
+
+
+def test_empty_selection_fails_in_one_line_unless_allowed(project: pytest.Pytester) -> None:
+    project.makefile(".jsonl", one='{"id": "a", "context": "c", "question": "q", "answer": "x"}\n')
+    args = ["--ctxbench-dataset=one.jsonl", "--ctxbench-system=systems:echo", "--ctxbench-shard=1/100"]
+    result = project.runpytest(*args)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "*FAILED the selection (shard 1/100) keeps no example of one (1 example):"
+        " nothing was run; pass --ctxbench-allow-empty to let such a run pass*"
+    ])
+    allowed = project.runpytest(*args, "--ctxbench-allow-empty", "-n", "2")
+    assert allowed.ret == 0
+    allowed.stdout.fnmatch_lines(["*the selection (shard 1/100) keeps no example of one*--ctxbench-allow-empty*"])
+
+
+@pytest.mark.parametrize("args, ret", [(["--co"], 0), (["-k", "nothing"], 5), (["-k", "nothing", "-n", "2"], 5)])
+def test_a_run_pytest_selected_nothing_of_is_not_gated(
+    project: pytest.Pytester, args: list[str], ret: int
+) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
+        "--ctxbench-min-pass-rate=0.5", *args,
+    )
+    assert result.ret == ret
+    assert "ctxbench summary" not in result.stdout.str()
+
+
+def test_score_keys_table_matches_what_the_evaluators_return() -> None:
+    from pytest_context_bench import evaluators as ev
+    from pytest_context_bench.evaluators import SCORE_KEYS, score_keys_for
+
+    cases = [
+        (ev.AnswerQuality(), {"answer": "a b"}),
+        (ev.SummarizationQuality(), {"answer": "a b"}),
+        (ev.MultipleChoiceAccuracy(), {"correct_letter": "A", "choices": ["x", "y"]}),
+        (ev.NLILabelMatch(), {"answer": "entailment", "labels": ["entailment", "neutral"]}),
+        (ev.IFEvalChecker(), {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}),
+    ]
+    for evaluator, original in cases:
+        keys = set(evaluator.score(original, {"response": "a"}))
+        assert keys and keys <= set(SCORE_KEYS[type(evaluator).__name__]), type(evaluator)
+    assert score_keys_for({"qa"}) == {"f1", "exact_match", "recall", "contains"}
+    assert "pass_at_1" in score_keys_for({"code"})
+    assert "judge_score" in score_keys_for({"qa"}, {"judge": {"base_url": "http://x"}})
