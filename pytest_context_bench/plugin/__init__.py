@@ -369,17 +369,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         recorder = item.stash.get(RECORDER_KEY, None)
         if recorder is not None:
             del item.stash[RECORDER_KEY]  # items live all session; rows need not
-            _attach(report, recorder, item.config.stash[STATE_KEY])
+            _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
         else:
             callspec = getattr(item, "callspec", None)
             case = callspec.params.get("ctxbench_case") if callspec is not None else None
             if isinstance(case, CliCase) and case.recorder is not None:
                 recorder, case.recorder = case.recorder, None
-                _attach(report, recorder, item.config.stash[STATE_KEY])
+                _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
     return report
 
 
-def _attach(report: pytest.TestReport, recorder: Recorder, state: State) -> None:
+def _attach(
+    report: pytest.TestReport,
+    recorder: Recorder,
+    state: State,
+    item_properties: list[tuple[str, object]],
+) -> None:
     spec = recorder.spec
     if not recorder.rows:
         if report.passed:
@@ -417,12 +422,34 @@ def _attach(report: pytest.TestReport, recorder: Recorder, state: State) -> None
         ]
         report.longrepr = "below threshold (--ctxbench-strict):\n" + "\n".join(lines)
     payload: dict[str, Any] = {"v": WIRE_VERSION, "status": overall, "rows": rows}
+    _add_properties(item_properties, recorder.rows, statuses)
     if spec.origin not in state.sent_origins:
         # How the suite is scored and gated travels once per process (the controller
         # keeps the first copy it sees), not on every report.
         state.sent_origins.add(spec.origin)
         payload["suite"] = ensure_wire_safe(spec.wire())
     setattr(report, REPORT_ATTR, payload)
+
+
+def _add_properties(
+    properties: list[tuple[str, object]], rows: list[tuple[int, Any]], statuses: list[str]
+) -> None:
+    """The example's status and scores as the test's user properties.
+
+    pytest copies ``item.user_properties`` onto the teardown report (made after this
+    call report), which ``--junitxml`` writes as ``<properties>`` and xdist ships to
+    the controller: ``ctxbench.status``, ``ctxbench.<score>`` (``ctxbench.f1``), and
+    ``ctxbench.error`` when the System or an evaluator raised. An item with several
+    rows (a memory conversation's questions) numbers them: ``ctxbench.2.f1``.
+    """
+    several = len(rows) > 1
+    for i, ((_, row), status) in enumerate(zip(rows, statuses), start=1):
+        prefix = f"ctxbench.{i}." if several else "ctxbench."
+        properties.append((prefix + "status", status))
+        for key, value in sorted(row.scores.items()):
+            properties.append((prefix + str(key), float(value)))
+        if row.error is not None:
+            properties.append((prefix + "error", f"{row.error.get('type')}: {row.error.get('message')}"))
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -17,11 +17,12 @@ import pytest
 
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
 from ..report.run import Record, SuiteInfo
+from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_verdicts
 from ..results import EvalRow, json_safe
 from .options import Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
-__all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX"]
+__all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX", "log_verdicts"]
 
 #: Starts the text of a collection error that is really a usage error found by an
 #: xdist worker (a bad marker argument): the controller recognises it by this.
@@ -68,6 +69,7 @@ class Controller:
         self.report: RunReport | None = None
         self.json_error: str | None = None
         self.usage_errors: list[str] = []
+        self.verdicts: list[Verdict] = []
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -92,6 +94,8 @@ class Controller:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if is_verdict(report.nodeid):
+            return  # our own verdicts, logged by finish()
         payload = read_payload(report)
         if payload is None:
             # Maybe a ctxbench item that failed before it could record (setup error,
@@ -128,6 +132,7 @@ class Controller:
         if not self.records and not self.lost:
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
+        failed_to_compare = False
         if self.baseline is not None:
             from ..baseline import check_datasets, compare
             from ..errors import ConfigError
@@ -138,8 +143,8 @@ class Controller:
                 check_datasets(self.baseline, self.fingerprints())
             except ConfigError as exc:
                 self.baseline_error = f"baseline not compared: {exc}"
-                session.testsfailed += 1
                 self.baseline = None
+                failed_to_compare = True
         if self.baseline is not None:
             self.comparison = compare(
                 self.baseline,
@@ -167,16 +172,17 @@ class Controller:
             self.changed_examples += [
                 f"{label}: not in the baseline" for label in self.comparison.only_current
             ] + [f"{label}: in the baseline but not run" for label in self.comparison.only_baseline]
-        breached = (
-            bool(self.report.breaches)
-            or bool(self.comparison is not None and self.comparison.breaches)
-            or bool(self.unevaluated)
-            or bool(self.changed_examples)
+        self.verdicts = gate_verdicts(self.report.gates) + comparison_verdicts(
+            self.comparison,
+            self.unevaluated,
+            self.changed_examples,
+            self.baseline_error if failed_to_compare else None,
         )
-        if breached and self.gate_enforced:
-            # Too late to fail a test; the exit status comes from testsfailed
-            # (the pytest-cov pattern), so the normal closing line still prints.
-            session.testsfailed += 1
+        # Each check is a test report of its own: a breach counts in pytest's closing
+        # line and in --junitxml (and, through Session.testsfailed, in the exit status).
+        # They count as collected tests, so the progress column ends at 100%.
+        session.testscollected += len(self.verdicts)
+        log_verdicts(session.config, self.verdicts, enforced=self.gate_enforced)
         if self.settings.json_path is not None or self.settings.save_baseline is not None:
             self._write_json(session.config)
 
@@ -305,3 +311,40 @@ class Controller:
             tr.write_line(self.baseline_error, red=True)
         elif self.settings.save_baseline is not None:
             tr.write_line(f"baseline saved: {self.settings.save_baseline}")
+
+
+def log_verdicts(config: pytest.Config, verdicts: list[Verdict], *, enforced: bool) -> None:
+    """Log each verdict as a test of its own (setup, call, teardown reports).
+
+    Called on the controller once every item ran. The reports go through the same
+    hooks as real tests' (xdist replays the workers' reports through them too), so
+    the terminal reporter counts them, ``--junitxml`` writes a ``<testcase>`` with
+    the verdict's properties, and ``Session.testsfailed`` (hence the exit status 1)
+    counts a breach. A breach that is not enforced (``--ctxbench-no-gate``) is a
+    skipped test saying so.
+    """
+    hook = config.hook
+    for v in verdicts:
+        location = ("ctxbench", None, v.name)
+        hook.pytest_runtest_logstart(nodeid=v.nodeid, location=location)
+        for when in ("setup", "call", "teardown"):
+            outcome = "passed"
+            longrepr: Any = None
+            if when == "call" and not v.passed:
+                if enforced:
+                    outcome, longrepr = "failed", f"gate breached: {v.message}"
+                else:
+                    outcome = "skipped"
+                    longrepr = ("ctxbench", 0, f"Skipped: not enforced (--ctxbench-no-gate): {v.message}")
+            report = pytest.TestReport(
+                nodeid=v.nodeid,
+                location=location,
+                keywords={"ctxbench": 1},
+                outcome=outcome,  # type: ignore[arg-type]
+                longrepr=longrepr,
+                when=when,
+                duration=0.0,
+                user_properties=list(v.properties) if when == "teardown" else [],
+            )
+            hook.pytest_runtest_logreport(report=report)
+        hook.pytest_runtest_logfinish(nodeid=v.nodeid, location=location)
