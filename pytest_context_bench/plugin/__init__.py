@@ -409,6 +409,7 @@ def _attach(
                 # to_dict() yields exact builtins (floats, ints, strs) except for
                 # metadata, which is checked at the boundary.
                 "row": {**row.to_dict(), "metadata": ensure_wire_safe(row.metadata)},
+                "io": recorder.io.get(id(row)),
             }
         )
     overall = next((s for s in ("error", "below", "unscored") if s in statuses), "pass")

@@ -115,6 +115,7 @@ class Controller:
                     order=tuple(int(x) for x in item["order"]),
                     status=str(item["status"]),
                     row=EvalRow.from_dict(item["row"]),
+                    io=item.get("io"),
                 )
             )
         # The terminal reporter keeps every report for the whole session: once the
