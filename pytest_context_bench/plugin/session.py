@@ -282,7 +282,11 @@ class Controller:
                     tr.write_line(f"  {line}")
                 if len(skipped) > 10:
                     tr.write_line(f"  ... and {len(skipped) - 10} more (see the JSON report)")
-        for text, markup in render_lines(self.report, gate_enforced=self.gate_enforced):
+        width = tr.config.get_terminal_writer().fullwidth
+        verbose = tr.config.get_verbosity()
+        for text, markup in render_lines(
+            self.report, gate_enforced=self.gate_enforced, width=width, verbose=verbose
+        ):
             tr.write_line(text, **markup)
         if self.comparison is not None:
             tr.write_line("")
