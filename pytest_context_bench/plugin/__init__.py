@@ -159,10 +159,13 @@ def pytest_configure(config: pytest.Config) -> None:
             settings.task,
         )
         state.cli_spec = spec_from_settings(settings, datasets)
-    if settings.json_path is not None and not is_worker(config):
-        parent = settings.json_path.parent
-        if parent.exists() and not parent.is_dir():
-            raise pytest.UsageError(f"--ctxbench-json: {parent} is not a directory")
+    if not is_worker(config):
+        for flag, out in (("--ctxbench-json", settings.json_path),
+                          ("--ctxbench-markdown", settings.markdown_path),
+                          ("--ctxbench-html", settings.html_path)):
+            parent = out.parent if out is not None else None
+            if parent is not None and parent.exists() and not parent.is_dir():
+                raise pytest.UsageError(f"{flag}: {parent} is not a directory")
     if settings.baseline is not None and not is_worker(config):
         # Read (and checked against the datasets) before any example runs.
         from ..baseline import check_datasets, load_baseline

@@ -7,6 +7,7 @@ take the same path, with the controller being the only process.
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import warnings
@@ -18,6 +19,7 @@ import pytest
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
 from ..report.run import Record, SuiteInfo
 from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_verdicts
+from .._files import atomic_write_text
 from ..results import EvalRow, json_safe
 from .options import Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
@@ -70,6 +72,9 @@ class Controller:
         self.json_error: str | None = None
         self.usage_errors: list[str] = []
         self.verdicts: list[Verdict] = []
+        #: "HTML report: PATH" lines, and the views that could not be written
+        self.written: list[str] = []
+        self.view_errors: list[str] = []
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -184,8 +189,51 @@ class Controller:
         # They count as collected tests, so the progress column ends at 100%.
         session.testscollected += len(self.verdicts)
         log_verdicts(session.config, self.verdicts, enforced=self.gate_enforced)
-        if self.settings.json_path is not None or self.settings.save_baseline is not None:
+        if (
+            self.settings.json_path is not None
+            or self.settings.save_baseline is not None
+            or self.settings.markdown_path is not None
+            or self.settings.html_path is not None
+            or self._step_summary() is not None
+        ):
             self._write_json(session.config)
+
+    def _step_summary(self) -> Path | None:
+        """GitHub Actions' step summary file, unless --ctxbench-no-step-summary."""
+        path = os.environ.get("GITHUB_STEP_SUMMARY")
+        return Path(path) if path and self.settings.step_summary else None
+
+    def _write_views(self, doc: dict[str, Any]) -> None:
+        """The Markdown and HTML views of the JSON document (each written atomically;
+        the step summary is appended, as GitHub asks)."""
+        from ..report.markdown import render_markdown
+
+        markdown = None
+        if self.settings.markdown_path is not None or self._step_summary() is not None:
+            markdown = render_markdown(doc)
+        outputs: list[tuple[str, Path | None, Any]] = [
+            ("Markdown summary", self.settings.markdown_path, lambda: markdown),
+            ("HTML report", self.settings.html_path, lambda: _html(doc)),
+        ]
+        for what, path, render in outputs:
+            if path is None:
+                continue
+            try:
+                atomic_write_text(path, render())
+                self.written.append(f"{what}: {path}")
+            except OSError as exc:
+                message = f"could not write the {what} to {path}: {exc.strerror or exc}"
+                self.view_errors.append(message)
+                warnings.warn(CtxBenchWarning(message), stacklevel=1)
+        summary = self._step_summary()
+        if summary is not None and markdown is not None:
+            try:
+                with open(summary, "a", encoding="utf-8") as fh:
+                    fh.write(markdown + "\n")
+            except OSError as exc:
+                message = f"could not append to $GITHUB_STEP_SUMMARY ({summary}): {exc.strerror or exc}"
+                self.view_errors.append(message)
+                warnings.warn(CtxBenchWarning(message), stacklevel=1)
 
     def _write_json(self, config: pytest.Config) -> None:
         assert self.report is not None
@@ -238,8 +286,20 @@ class Controller:
                         for s in self.comparison.suites
                         for m in s.metrics
                     ],
+                    "suites": [
+                        {
+                            "suite": s.suite,
+                            "n_matched": s.n_matched,
+                            "flipped_to_fail": list(s.flipped_to_fail),
+                            "flipped_to_pass": list(s.flipped_to_pass),
+                            "new": list(s.new),
+                            "missing": list(s.missing),
+                        }
+                        for s in self.comparison.suites
+                    ],
                 }
             )
+        self._write_views(doc)
         if self.settings.json_path is not None:
             path: Path = self.settings.json_path
             try:
@@ -312,6 +372,10 @@ class Controller:
                 tr.write_line(self.json_error, red=True)
             else:
                 tr.write_line(f"JSON report: {self.settings.json_path}")
+        for line in self.written:
+            tr.write_line(line)
+        for line in self.view_errors:
+            tr.write_line(line, red=True)
         if self.baseline_error:
             tr.write_line(self.baseline_error, red=True)
         elif self.settings.save_baseline is not None:
@@ -353,3 +417,9 @@ def log_verdicts(config: pytest.Config, verdicts: list[Verdict], *, enforced: bo
             )
             hook.pytest_runtest_logreport(report=report)
         hook.pytest_runtest_logfinish(nodeid=v.nodeid, location=location)
+
+
+def _html(doc: dict[str, Any]) -> str:
+    from ..report.html import render_html
+
+    return render_html(doc)
