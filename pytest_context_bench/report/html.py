@@ -86,13 +86,13 @@ def render_html(
         "<noscript><p class=\"bad\">This report is drawn by its own script (embedded,"
         " offline): enable JavaScript for this file, or read the JSON report.</p></noscript>\n"
         "<main>\n"
-        "<section id=\"gates\"><h2>Gates</h2><div id=\"verdict\"></div><div id=\"gate-table\"></div></section>\n"
+        "<section id=\"gates\"><h2>Gates</h2><div id=\"verdict\"></div><div id=\"gate-table\" class=\"scroll\"></div></section>\n"
         "<section id=\"summary\"><h2>Summary</h2><div id=\"summary-table\" class=\"scroll\"></div>"
         "<p class=\"note\" id=\"legend\"></p></section>\n"
         "<section id=\"comparison\" hidden><h2>Compared with another run</h2>"
-        "<div id=\"diff-table\" class=\"scroll\"></div><div id=\"flipped\"></div></section>\n"
+        "<div id=\"diff-table\" class=\"scroll\"></div><div id=\"flipped\" class=\"scroll\"></div></section>\n"
         "<section id=\"plots\"><div class=\"plot\"><h2>Quality against cost</h2><div id=\"pareto\"></div></div>"
-        "<div class=\"plot\"><h2>Mean score per dataset</h2><div id=\"datasets\"></div></div>"
+        "<div class=\"plot\"><h2>Mean score per dataset</h2><div id=\"datasets\" class=\"scroll\"></div></div>"
         "<div class=\"plot\"><h2>Latency</h2><div id=\"latency\"></div></div></section>\n"
         "<section id=\"examples\"><h2>Examples</h2>"
         "<div class=\"controls\"><span id=\"status-filter\" role=\"group\" aria-label=\"status\"></span>"
@@ -157,7 +157,7 @@ header,main,footer{padding:0 24px}
 header{background:var(--bg);border-bottom:1px solid var(--line);padding-bottom:8px}
 h1{font-size:22px;margin:0;padding:14px 0 4px}
 h2{font-size:17px;margin:22px 0 8px}
-#run{color:var(--mut);display:flex;flex-wrap:wrap;gap:4px 18px}
+#run{color:var(--mut);display:flex;flex-wrap:wrap;gap:4px 18px;overflow-wrap:anywhere}
 #run b{color:#1f2328;font-weight:600}
 table{border-collapse:collapse;width:100%}
 th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left;vertical-align:top;unicode-bidi:isolate}
@@ -378,7 +378,9 @@ _SCRIPT = r"""
     pts.forEach(function (p) {
       const g = svg("g", {"data-suite": p.label});
       g.appendChild(svg("circle", {cx: x(p.c), cy: y(p.q), r: 6, fill: p.rank === 1 ? "#0969da" : "#8c959f"}));
-      g.appendChild(svg("text", {x: x(p.c) + 8, y: y(p.q) - 8, fill: "#1f2328"}, p.label + (Number.isFinite(p.c) ? "" : " (nothing passed: cost inf)")));
+      const right = x(p.c) > W * 0.6;
+      g.appendChild(svg("text", {x: x(p.c) + (right ? -8 : 8), y: y(p.q) - 8, "text-anchor": right ? "end" : "start", fill: "#1f2328"},
+        p.label + (Number.isFinite(p.c) ? "" : " (nothing passed: cost inf)")));
       g.appendChild(svg("title", {}, p.label + ": mean score " + fmt(p.q) + ", tokens per pass " + fmt(p.c, "tokens")));
       s.appendChild(g);
     });
