@@ -23,7 +23,7 @@ from typing import Any
 
 from .terminal import COLUMNS, fmt_value
 
-__all__ = ["render_markdown", "md_escape", "WORST_SHOWN", "FLIPPED_SHOWN", "MAX_CHARS"]
+__all__ = ["render_markdown", "render_compare_markdown", "md_escape", "WORST_SHOWN", "FLIPPED_SHOWN", "MAX_CHARS"]
 
 WORST_SHOWN = 10
 FLIPPED_SHOWN = 20
@@ -216,4 +216,51 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
     text = "\n".join(out)
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS].rsplit("\n", 1)[0] + "\n\n… (cut to fit a comment; see the JSON report)\n"
+    return text.rstrip("\n") + "\n"
+
+
+def render_compare_markdown(comparison: Any) -> str:
+    """The Markdown of ``ctxbench compare`` (a
+    :class:`~pytest_context_bench.report.compare.ReportComparison`)."""
+    c = comparison
+    worse = c.worse
+    out = [f"## ctxbench compare: {md_escape(c.b)} against {md_escape(c.a)}", ""]
+    if worse:
+        out.append(f"❌ **{len(worse)} metric(s) significantly worse in B** (confidence {c.confidence * 100:g}%)")
+    else:
+        out.append(f"✅ **No metric significantly worse in B** (confidence {c.confidence * 100:g}%)")
+    out.append("")
+    out.append(md_escape(c.scope_line(), limit=600))
+    out.append("")
+    rows = [
+        [md_escape(m["suite"]), md_escape(m["metric"]), _num(m["then"]), _num(m["now"]),
+         _num(m["change"]), f"[{_num(m['ci_low'])}, {_num(m['ci_high'])}]", _num(m["p_value"]),
+         ("slower" if m["metric"] == "latency_mean" else "❌ worse") if m["worse"] else ""]
+        for m in c.metrics
+    ]
+    out += _table(["suite", "metric", "A", "B", "change", "95% CI", "p (B worse)", ""], rows)
+    out.append("")
+    for s in c.suites:
+        line = f"- **{md_escape(s['suite'])}**: {s['n_matched']} example(s) in both"
+        if s["only_a"] or s["only_b"]:
+            line += f", {len(s['only_a'])} only in A, {len(s['only_b'])} only in B"
+        out.append(line)
+        for key, what in (("flipped_to_fail", "pass → fail"), ("flipped_to_pass", "fail → pass")):
+            ids = list(s[key])
+            if ids:
+                shown = ", ".join(md_escape(i, 80) for i in ids[:FLIPPED_SHOWN])
+                more = f" and {len(ids) - FLIPPED_SHOWN} more" if len(ids) > FLIPPED_SHOWN else ""
+                out.append(f"  - flipped {what} ({len(ids)}): {shown}{more}")
+    flipped = [f for f in c.flipped if f["after"] == "fail"][:WORST_SHOWN]
+    if flipped:
+        out += ["", "### Flipped pass → fail", ""]
+        out += _table(
+            ["suite", "example", "A response", "B response", "reference"],
+            [[md_escape(f["suite"]), md_escape(f"{f['dataset']}/{f['example_id']}"),
+              md_escape(f["response_before"] or "", 80), md_escape(f["response_after"] or "", 80),
+              md_escape(f["reference"] or "", 60)] for f in flipped],
+        )
+    text = "\n".join(out)
+    if len(text) > MAX_CHARS:
+        text = text[:MAX_CHARS].rsplit("\n", 1)[0] + "\n\n… (cut to fit a comment)\n"
     return text.rstrip("\n") + "\n"
