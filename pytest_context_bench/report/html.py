@@ -181,6 +181,7 @@ svg{max-width:100%;height:auto;font:11px system-ui,sans-serif}
 .text{white-space:pre-wrap;word-break:break-word;max-width:36em;font-family:ui-monospace,monospace;font-size:12px}
 .ctl{background:#fff8c5;color:var(--bad);font-family:ui-monospace,monospace;font-size:11px}
 .status-pass{color:var(--ok)}.status-below{color:var(--warn)}.status-error{color:var(--bad)}.status-unscored{color:var(--mut)}
+#datasets td:first-child{max-width:14em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .side{display:grid;grid-template-columns:1fr 1fr;gap:8px}
 footer{color:var(--mut);font-size:12px;border-top:1px solid var(--line);margin-top:24px;padding-top:8px;padding-bottom:16px}
 @media (max-width:700px){header,main,footer{padding:0 10px}.side{grid-template-columns:1fr}.text{max-width:22em}}
@@ -375,12 +376,25 @@ _SCRIPT = r"""
     if (front.length > 1) {
       s.appendChild(svg("polyline", {points: front.map(function (p) { return x(p.c) + "," + y(p.q); }).join(" "), fill: "none", stroke: "#0969da", "stroke-dasharray": "4 3"}));
     }
+    const placed = [];
+    pts.slice().sort(function (a, b) { return b.q - a.q || a.c - b.c; }).forEach(function (p) {
+      // Labels of nearby points are moved apart so they stay readable.
+      const clash = function (at) {
+        return placed.some(function (o) { return Math.abs(o.y - at) < 13 && Math.abs(o.x - x(p.c)) < 160; });
+      };
+      let ly = y(p.q) - 8;
+      if (clash(ly)) ly = y(p.q) + 20;  // below its own point
+      while (clash(ly)) ly += 13;
+      placed.push({x: x(p.c), y: ly});
+      p.ly = ly;
+    });
     pts.forEach(function (p) {
       const g = svg("g", {"data-suite": p.label});
       g.appendChild(svg("circle", {cx: x(p.c), cy: y(p.q), r: 6, fill: p.rank === 1 ? "#0969da" : "#8c959f"}));
       const right = x(p.c) > W * 0.6;
-      g.appendChild(svg("text", {x: x(p.c) + (right ? -8 : 8), y: y(p.q) - 8, "text-anchor": right ? "end" : "start", fill: "#1f2328"},
-        p.label + (Number.isFinite(p.c) ? "" : " (nothing passed: cost inf)")));
+      const short = p.label.length > 28 ? p.label.slice(0, 27) + "\u2026" : p.label;
+      g.appendChild(svg("text", {x: x(p.c) + (right ? -8 : 8), y: p.ly, "text-anchor": right ? "end" : "start", fill: "#1f2328"},
+        short + (Number.isFinite(p.c) ? "" : " (nothing passed: cost inf)")));
       g.appendChild(svg("title", {}, p.label + ": mean score " + fmt(p.q) + ", tokens per pass " + fmt(p.c, "tokens")));
       s.appendChild(g);
     });
@@ -410,7 +424,7 @@ _SCRIPT = r"""
       const bar = el("div");
       const w = Number.isFinite(r[2]) ? Math.max(0, Math.min(1, r[2])) * 100 : 0;
       bar.setAttribute("style", "background:#0969da;height:10px;width:" + w.toFixed(1) + "%;min-width:1px");
-      const cell = el("div"); cell.setAttribute("style", "width:140px;background:#eaeef2"); cell.appendChild(bar);
+      const cell = el("div"); cell.setAttribute("style", "width:90px;background:#eaeef2"); cell.appendChild(bar);
       return [r[0], r[1], fmt(r[2]), cell];
     }), [false, false, true, false]);
     t.id = "dataset-grid";
@@ -426,13 +440,21 @@ _SCRIPT = r"""
     const values = lat.map(function (r) { return num(r.latency); }).sort(function (a, b) { return a - b; });
     const top = values[Math.min(values.length - 1, Math.floor(values.length * 0.99))] || values[values.length - 1];
     const hi = top > 0 ? top * 1.05 : 1;
+    const lo = Math.max(values[0], 1e-9);
+    // Latencies spanning orders of magnitude (a local function next to an HTTP
+    // endpoint) get logarithmic bins, else one suite would be a single bar.
+    const logScale = hi / lo > 20;
+    const pos = function (v) {
+      if (!logScale) return v / hi;
+      return (Math.log(Math.max(v, lo)) - Math.log(lo)) / (Math.log(hi) - Math.log(lo));
+    };
     const BINS = 24, W = 420, rowH = 46, L = 110;
     const H = labels.length * rowH + 26;
     const s = svg("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "aria-label": "latency distribution"});
     labels.forEach(function (label, i) {
       const mine = lat.filter(function (r) { return r.suite === label; }).map(function (r) { return num(r.latency); });
       const counts = new Array(BINS).fill(0);
-      mine.forEach(function (v) { counts[Math.min(BINS - 1, Math.floor(v / hi * BINS))] += 1; });
+      mine.forEach(function (v) { counts[Math.max(0, Math.min(BINS - 1, Math.floor(pos(v) * BINS)))] += 1; });
       const most = Math.max.apply(null, counts.concat([1]));
       const y0 = i * rowH + 8;
       s.appendChild(svg("text", {x: L - 6, y: y0 + 22, "text-anchor": "end", fill: "#1f2328"}, label.length > 16 ? label.slice(0, 15) + "\u2026" : label));
@@ -446,8 +468,9 @@ _SCRIPT = r"""
     });
     const yb = labels.length * rowH + 6;
     s.appendChild(svg("line", {x1: L, y1: yb - 4, x2: W - 8, y2: yb - 4, stroke: "#8c959f"}));
-    s.appendChild(svg("text", {x: L, y: yb + 12, fill: "#57606a"}, "0"));
-    s.appendChild(svg("text", {x: W - 8, y: yb + 12, "text-anchor": "end", fill: "#57606a"}, fmt(hi, "seconds") + " (p99 + 5%)"));
+    s.appendChild(svg("text", {x: L, y: yb + 12, fill: "#57606a"}, logScale ? fmt(lo, "seconds") : "0"));
+    s.appendChild(svg("text", {x: W - 8, y: yb + 12, "text-anchor": "end", fill: "#57606a"},
+      fmt(hi, "seconds") + (logScale ? " (log scale)" : " (p99 + 5%)")));
     box.appendChild(s);
   })();
 
