@@ -218,3 +218,51 @@ def test_narrow_screen_and_comparison_side_by_side(browser: Any, tmp_path: Path)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     opened.assert_clean()
     page.screenshot(path=str(tmp_path / "narrow.png"), full_page=True)
+
+
+def _embedded(path: Path) -> dict[str, Any]:
+    text = path.read_text()
+    start = text.index('<script type="application/json" id="ctxbench-data">') + len(
+        '<script type="application/json" id="ctxbench-data">'
+    )
+    return json.loads(text[start : text.index("</script>", start)])
+
+
+def test_html_embeds_the_json_report_in_every_mode(project: pytest.Pytester, mode_args: list[str]) -> None:
+    html, js = project.path / "out" / "r.html", project.path / "out" / "r.json"
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half", "--ctxbench-system=systems:boom",
+        f"--ctxbench-html={html}", f"--ctxbench-json={js}", *mode_args,
+    )
+    assert result.ret == 1  # boom's error
+    data = _embedded(html)
+    assert data["doc"] == json.loads(js.read_text())
+    assert data["diff"] is None and data["page_size"] == PAGE_SIZE
+
+
+def test_html_with_a_baseline_shows_the_flipped_examples_first(
+    browser: Any, project: pytest.Pytester
+) -> None:
+    base = project.path / "base.json"
+    project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
+                      f"--ctxbench-save-baseline={base}")
+    project.makepyfile(
+        more="class Echo:\n    name = 'echo'\n    def process(self, e):\n"
+        "        return {**e, 'response': 'nope' if e['id'] == 'q-2' else e['answer']}\necho = Echo()\n"
+    )
+    html = project.path / "r.html"
+    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=more:echo",
+                               f"--ctxbench-baseline={base}", "--ctxbench-max-drop=pass_rate:0.5",
+                               f"--ctxbench-html={html}")
+    assert result.ret == 0
+    opened = open_report(browser, html)
+    page = opened.page
+    assert page.is_visible("#comparison")
+    # The comparison comes before the examples.
+    order = page.evaluate("Array.from(document.querySelectorAll('main > section')).map(s => s.id)")
+    assert order.index("comparison") < order.index("examples") and order.index("gates") == 0
+    rows = _cells(opened, "#flipped-table tbody tr")
+    assert len(rows) == 1 and rows[0][1] == "qa/q-2" and rows[0][2] == "pass → fail"
+    assert rows[0][3].endswith("(not kept)") and rows[0][4].endswith("nope") and rows[0][5] == "city 2"
+    assert [r[1] for r in _cells(opened, "#gate-table tbody tr")] == ["echo"]
+    opened.assert_clean()
