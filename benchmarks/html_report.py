@@ -48,9 +48,29 @@ from pytest_context_bench.report.run import Record, SuiteInfo
 from pytest_context_bench.results import EvalRow
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
-WORDS = "the of capital river city answer model token prompt context system score example".split()
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+WORDS = [
+    "the",
+    "of",
+    "capital",
+    "river",
+    "city",
+    "answer",
+    "model",
+    "token",
+    "prompt",
+    "context",
+    "system",
+    "score",
+    "example",
+]
 
 
 def synthetic_doc(n: int, seed: int) -> dict[str, Any]:
@@ -62,24 +82,46 @@ def synthetic_doc(n: int, seed: int) -> dict[str, Any]:
         reference = " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 12)))
         response = " ".join(rng.choice(WORDS) for _ in range(rng.randint(5, 60)))
         row = EvalRow(
-            system=system, example_id=f"ex-{i // 2:05d}", dataset="synthetic",
+            system=system,
+            example_id=f"ex-{i // 2:05d}",
+            dataset="synthetic",
             scores={"f1": score, "exact_match": float(score > 0.95)},
-            input_tokens=rng.randint(50, 400), output_tokens=rng.randint(20, 300),
+            input_tokens=rng.randint(50, 400),
+            output_tokens=rng.randint(20, 300),
             latency=rng.lognormvariate(-1.5, 0.6),
-            metadata={"score_field": "f1",
-                      "code_execution": {"reason": rng.choice(["passed", "assertion", "timeout"]), "duration": 0.01}},
+            metadata={
+                "score_field": "f1",
+                "code_execution": {
+                    "reason": rng.choice(["passed", "assertion", "timeout"]),
+                    "duration": 0.01,
+                },
+            },
         )
-        records.append(Record(system, "cli", ((i % 2), 0, i // 2), "pass" if score >= 0.7 else "below", row,
-                              {"response": response, "reference": reference}))
-    report = build_run_report(records, {"cli": SuiteInfo("cli", limits={"min_pass_rate": 0.5})})
-    return to_json_dict(report, run={"datasets": []}, gates_enforced=True, version="bench")
+        records.append(
+            Record(
+                system,
+                "cli",
+                ((i % 2), 0, i // 2),
+                "pass" if score >= 0.7 else "below",
+                row,
+                {"response": response, "reference": reference},
+            )
+        )
+    report = build_run_report(
+        records, {"cli": SuiteInfo("cli", limits={"min_pass_rate": 0.5})}
+    )
+    return to_json_dict(
+        report, run={"datasets": []}, gates_enforced=True, version="bench"
+    )
 
 
-def _timed(page: Any, action: Any) -> float:
-    page.evaluate("window.__t = 0; new MutationObserver(() => { window.__t = performance.now(); })"
-                  ".observe(document.querySelector('#example-table'), {childList: true, subtree: true})")
+def _timed(page: Any, action: Any, *args: Any) -> float:
+    page.evaluate(
+        "window.__t = 0; new MutationObserver(() => { window.__t = performance.now(); })"
+        ".observe(document.querySelector('#example-table'), {childList: true, subtree: true})"
+    )
     start = page.evaluate("performance.now()")
-    action()
+    action(*args)
     page.wait_for_function("window.__t > 0")
     return float(page.evaluate("window.__t")) - float(start)
 
@@ -97,12 +139,21 @@ def measure(path: Path, repeat: int) -> list[dict[str, float]]:
             page.wait_for_selector("body[data-ready='1']", timeout=120_000)
             ready = time.perf_counter() - t0
             in_page = float(page.evaluate("performance.now()"))
-            filt = _timed(page, lambda: page.click("#status-filter button[data-status=below]"))
+            below = "#status-filter button[data-status=below]"
+            filt = _timed(page, page.click, below)
             page.click("#status-filter button[data-status=all]")
-            search = _timed(page, lambda: page.fill("#search", "capital river"))
+            search = _timed(page, page.fill, "#search", "capital river")
             page.fill("#search", "")
-            sort = _timed(page, lambda: page.click("#example-table th[data-col=score]"))
-            out.append({"ready": ready * 1000, "in_page": in_page, "filter": filt, "search": search, "sort": sort})
+            sort = _timed(page, page.click, "#example-table th[data-col=score]")
+            out.append(
+                {
+                    "ready": ready * 1000,
+                    "in_page": in_page,
+                    "filter": filt,
+                    "search": search,
+                    "sort": sort,
+                }
+            )
             page.close()
         browser.close()
     return out
@@ -115,12 +166,27 @@ def screenshots(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         html = Path(tmp) / "report.html"
-        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--ctxbench-html={html}",
-                        f"--ctxbench-json={Path(tmp) / 'r.json'}"], cwd=root / "example_project", check=False,
-                       capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--ctxbench-html={html}",
+                f"--ctxbench-json={Path(tmp) / 'r.json'}",
+            ],
+            cwd=root / "example_project",
+            check=False,
+            capture_output=True,
+        )
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-            for name, width in (("report-desktop.png", 1280), ("report-narrow.png", 390)):
+            for name, width in (
+                ("report-desktop.png", 1280),
+                ("report-narrow.png", 390),
+            ):
                 page = browser.new_page(viewport={"width": width, "height": 900})
                 page.goto(html.as_uri())
                 page.wait_for_selector("body[data-ready='1']")
@@ -151,15 +217,23 @@ def main() -> int:
         size = path.stat().st_size
         packed = len(gzip.compress(text.encode("utf-8")))
         rounds = measure(path, args.repeat)
-    print(f"HTML report of {args.rows:,} rows: {size:,} bytes ({size / 2**20:.1f} MiB),"
-          f" {packed:,} gzipped; python {platform.python_version()}")
-    print(f"{'round':>5}  {'python render':>13}  {'ready':>9}  {'in-page ready':>13}  {'filter':>8}  {'search':>8}  {'sort':>8}")
+    print(
+        f"HTML report of {args.rows:,} rows: {size:,} bytes ({size / 2**20:.1f} MiB),"
+        f" {packed:,} gzipped; python {platform.python_version()}"
+    )
+    print(
+        f"{'round':>5}  {'python render':>13}  {'ready':>9}  {'in-page ready':>13}  {'filter':>8}  {'search':>8}  {'sort':>8}"
+    )
     for i, (r, m) in enumerate(zip(renders, rounds), start=1):
-        print(f"{i:>5}  {r:>10.0f} ms  {m['ready']:>6.0f} ms  {m['in_page']:>10.0f} ms  {m['filter']:>5.0f} ms"
-              f"  {m['search']:>5.0f} ms  {m['sort']:>5.0f} ms")
+        print(
+            f"{i:>5}  {r:>10.0f} ms  {m['ready']:>6.0f} ms  {m['in_page']:>10.0f} ms  {m['filter']:>5.0f} ms"
+            f"  {m['search']:>5.0f} ms  {m['sort']:>5.0f} ms"
+        )
     med = {k: statistics.median(m[k] for m in rounds) for k in rounds[0]}
-    print(f"{'median':>6} {statistics.median(renders):>9.0f} ms  {med['ready']:>6.0f} ms  {med['in_page']:>10.0f} ms"
-          f"  {med['filter']:>5.0f} ms  {med['search']:>5.0f} ms  {med['sort']:>5.0f} ms")
+    print(
+        f"{'median':>6} {statistics.median(renders):>9.0f} ms  {med['ready']:>6.0f} ms  {med['in_page']:>10.0f} ms"
+        f"  {med['filter']:>5.0f} ms  {med['search']:>5.0f} ms  {med['sort']:>5.0f} ms"
+    )
     return 0
 
 

@@ -28,9 +28,13 @@ def launch() -> Any:
     """A Playwright Chromium browser, or a skip naming how to install it."""
     if not (Path(CHROMIUM).exists() or shutil.which(CHROMIUM)):
         pytest.skip(f"no Chromium at {CHROMIUM}: install it with {HOW}")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install -e '.[test]'")
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="pip install -e '.[test]'"
+    )
     manager = sync_api.sync_playwright().start()
-    browser = manager.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+    browser = manager.chromium.launch(
+        executable_path=CHROMIUM, args=ARGS, headless=True
+    )
     return manager, browser
 
 
@@ -45,7 +49,11 @@ class Opened:
 
     def assert_clean(self) -> None:
         """No console error, no page error, no request beyond the file itself."""
-        errors = [(kind, text) for kind, text in self.console if kind in ("error", "pageerror", "warning")]
+        errors = [
+            (kind, text)
+            for kind, text in self.console
+            if kind in ("error", "pageerror", "warning")
+        ]
         assert errors == []
         assert self.blocked == []
 
@@ -60,10 +68,14 @@ def browser() -> Iterator[Any]:
         manager.stop()
 
 
-def open_report(browser: Any, path: Path, width: int = 1280, height: int = 900) -> Opened:
+def open_report(
+    browser: Any, path: Path, width: int = 1280, height: int = 900
+) -> Opened:
     """Open ``path`` from disk; every request that is not for ``file://`` is
     recorded and aborted (a test then fails on it)."""
-    context = browser.new_context(viewport={"width": width, "height": height}, java_script_enabled=True)
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, java_script_enabled=True
+    )
     page = context.new_page()
     opened = Opened(page)
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from browser import browser  # noqa: F401 (the headless Chromium fixture)
 from helpers import SYSTEMS_PY, qa_lines
 
 pytest_plugins = ["pytester"]

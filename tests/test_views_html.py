@@ -9,15 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser import Opened, open_report
 
-from pytest_context_bench.gate import check_gates, gates_from_limits
 from pytest_context_bench.report import build_run_report, to_json_dict
 from pytest_context_bench.report.html import PAGE_SIZE, embed_json, render_html
 from pytest_context_bench.report.run import Record, SuiteInfo
 from pytest_context_bench.results import EvalRow
-
-from browser import Opened, browser, open_report  # noqa: F401 (fixture)
-from helpers import SYSTEMS_PY, qa_lines
 
 HOSTILE = [
     "<script>window.__pwned = 1</script>",
@@ -27,15 +24,15 @@ HOSTILE = [
     "<!-- <script>window.__pwned = 4</script>",
 ]
 
-HOSTILE_SYSTEMS = '''
-HOSTILE = %r
+HOSTILE_SYSTEMS = f'''
+HOSTILE = {HOSTILE!r}
 
 class Parrot:
     """Answers right on even ids, with hostile text on odd ones."""
     name = "parrot"
     def process(self, example):
         n = int(str(example["id"]).split("-")[-1])
-        return {**example, "response": example["answer"] if n %% 2 == 0 else HOSTILE[n %% len(HOSTILE)]}
+        return {{**example, "response": example["answer"] if n % 2 == 0 else HOSTILE[n % len(HOSTILE)]}}
 
 class Raiser:
     name = "raiser"
@@ -44,19 +41,26 @@ class Raiser:
 
 parrot = Parrot()
 raiser = Raiser()
-''' % (HOSTILE,)
+'''
 
 
 def test_embed_json_cannot_close_its_script() -> None:
     text = embed_json({"x": "</script><!-- & \u2028"})
-    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert (
+        "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    )
     assert json.loads(text) == {"x": "</script><!-- & \u2028"}
 
 
 @pytest.fixture
 def hostile_report(pytester: pytest.Pytester) -> tuple[Path, dict[str, Any]]:
     rows = [
-        {"id": f"h-{i}", "context": f"Fact {i}.", "question": HOSTILE[i % len(HOSTILE)], "answer": HOSTILE[(i + 1) % len(HOSTILE)]}
+        {
+            "id": f"h-{i}",
+            "context": f"Fact {i}.",
+            "question": HOSTILE[i % len(HOSTILE)],
+            "answer": HOSTILE[(i + 1) % len(HOSTILE)],
+        }
         for i in range(1, 9)
     ]
     rows[0]["id"] = "<script>window.__pwned = 5</script>-1"
@@ -102,7 +106,8 @@ def test_report_in_chromium_equals_the_json_and_stays_inert(
     # Gates first, with the JSON's verdicts and values.
     gate_rows = _cells(opened, "#gate-table tbody tr")
     assert [(r[0], r[1], r[3]) for r in gate_rows] == [
-        ("met" if g["passed"] else "breached", g["suite"], f"{float(g['value']):.4f}") for g in doc["gates"]
+        ("met" if g["passed"] else "breached", g["suite"], f"{float(g['value']):.4f}")
+        for g in doc["gates"]
     ]
     assert "1 of 2 gate(s) breached" in page.inner_text("#verdict")
     # The summary's numbers are the JSON's.
@@ -112,7 +117,9 @@ def test_report_in_chromium_equals_the_json_and_stays_inert(
         assert summary[suite][2].startswith(f"{float(metrics['mean_score']):.4f}")
         assert summary[suite][3].startswith(f"{float(metrics['pass_rate']):.4f}")
     # Every row is in the table, hostile text shown as text.
-    assert page.inner_text("#page-info").startswith(f"showing 1–{len(doc['rows'])} of {len(doc['rows'])}")
+    assert page.inner_text("#page-info").startswith(
+        f"showing 1–{len(doc['rows'])} of {len(doc['rows'])}"
+    )
     body = page.inner_text("#example-table")
     assert "<script>window.__pwned = 5</script>-1" in body
     assert '"><img src=x onerror="window.__pwned = 2">' in body
@@ -125,7 +132,9 @@ def test_report_in_chromium_equals_the_json_and_stays_inert(
     for status in ("error", "below", "pass"):
         want = sum(r["status"] == status for r in doc["rows"])
         page.click(f"#status-filter button[data-status={status}]")
-        got = page.eval_on_selector_all("#example-table tbody tr", "rs => rs.map(r => r.dataset.status)")
+        got = page.eval_on_selector_all(
+            "#example-table tbody tr", "rs => rs.map(r => r.dataset.status)"
+        )
         assert got == [status] * want
     page.click("#status-filter button[data-status=all]")
     # The search (ids, responses, references, errors).
@@ -137,10 +146,14 @@ def test_report_in_chromium_equals_the_json_and_stays_inert(
     page.fill("#search", "")
     # Sorting by score, both ways.
     page.click("#example-table th[data-col=score]")
-    scores = [float(r[3].split()[-1]) for r in _cells(opened, "#example-table tbody tr")]
+    scores = [
+        float(r[3].split()[-1]) for r in _cells(opened, "#example-table tbody tr")
+    ]
     assert scores == sorted(scores)
     page.click("#example-table th[data-col=score]")
-    scores = [float(r[3].split()[-1]) for r in _cells(opened, "#example-table tbody tr")]
+    scores = [
+        float(r[3].split()[-1]) for r in _cells(opened, "#example-table tbody tr")
+    ]
     assert scores == sorted(scores, reverse=True)
     opened.assert_clean()
     assert page.evaluate("typeof window.__pwned") == "undefined"
@@ -161,15 +174,28 @@ def _big_doc(n: int) -> dict[str, Any]:
             input_tokens=100,
             output_tokens=40 if system == "fast" else 90,
             latency=0.01 + (i % 50) / 1000,
-            metadata={"score_field": "f1", "code_execution": {"reason": "assertion", "message": "assert 1 == 2"}},
+            metadata={
+                "score_field": "f1",
+                "code_execution": {"reason": "assertion", "message": "assert 1 == 2"},
+            },
         )
         status = "pass" if score >= 0.7 else "below"
         records.append(
-            Record(system, "cli", (0 if system == "careful" else 1, 0, i), status, row,
-                   {"response": f"answer {i}", "reference": f"gold {i}"})
+            Record(
+                system,
+                "cli",
+                (0 if system == "careful" else 1, 0, i),
+                status,
+                row,
+                {"response": f"answer {i}", "reference": f"gold {i}"},
+            )
         )
-    report = build_run_report(records, {"cli": SuiteInfo("cli", limits={"min_pass_rate": 0.25})})
-    return to_json_dict(report, run={"datasets": []}, gates_enforced=True, version="test")
+    report = build_run_report(
+        records, {"cli": SuiteInfo("cli", limits={"min_pass_rate": 0.25})}
+    )
+    return to_json_dict(
+        report, run={"datasets": []}, gates_enforced=True, version="test"
+    )
 
 
 def test_large_report_pages_and_counts(browser: Any, tmp_path: Path) -> None:
@@ -179,31 +205,67 @@ def test_large_report_pages_and_counts(browser: Any, tmp_path: Path) -> None:
     opened = open_report(browser, path)
     page = opened.page
     assert page.locator("#example-table tbody tr").count() == PAGE_SIZE
-    assert page.inner_text("#page-info") == f"showing 1–{PAGE_SIZE} of 1,000 (page 1 of 10)"
+    assert (
+        page.inner_text("#page-info")
+        == f"showing 1–{PAGE_SIZE} of 1,000 (page 1 of 10)"
+    )
     page.click("#next")
-    assert page.inner_text("#page-info").startswith(f"showing {PAGE_SIZE + 1}–{2 * PAGE_SIZE} of 1,000")
+    assert page.inner_text("#page-info").startswith(
+        f"showing {PAGE_SIZE + 1}–{2 * PAGE_SIZE} of 1,000"
+    )
     below = sum(r["status"] == "below" for r in doc["rows"])
     page.click("#status-filter button[data-status=below]")
-    assert page.inner_text("#page-info").endswith(f"of {below:,} (page 1 of {-(-below // PAGE_SIZE)})")
+    assert page.inner_text("#page-info").endswith(
+        f"of {below:,} (page 1 of {-(-below // PAGE_SIZE)})"
+    )
     # Evaluator details are shown (CodeExecution's sandbox reason).
-    assert "code_execution: reason=assertion, message=assert 1 == 2" in page.inner_text("#example-table")
+    assert "code_execution: reason=assertion, message=assert 1 == 2" in page.inner_text(
+        "#example-table"
+    )
     # The Pareto plot has one point per suite, the front in blue.
-    assert sorted(page.eval_on_selector_all("#pareto g[data-suite]", "gs => gs.map(g => g.dataset.suite)")) == [
-        "careful", "fast"
-    ]
+    assert sorted(
+        page.eval_on_selector_all(
+            "#pareto g[data-suite]", "gs => gs.map(g => g.dataset.suite)"
+        )
+    ) == ["careful", "fast"]
     assert "1,000 rows embedded as JSON" in page.inner_text("#footer")
     opened.assert_clean()
 
 
-def test_narrow_screen_and_comparison_side_by_side(browser: Any, tmp_path: Path) -> None:
+def test_narrow_screen_and_comparison_side_by_side(
+    browser: Any, tmp_path: Path
+) -> None:
     doc = _big_doc(40)
     diff = {
-        "base": "base.json", "base_label": "base.json", "head_label": "head.json",
-        "metrics": [{"suite": "fast", "metric": "pass_rate", "then": 0.5, "now": 0.25, "change": -0.25,
-                     "ci_low": -0.4, "ci_high": -0.1, "p_value": 0.01}],
-        "flipped": [{"suite": "fast", "dataset": "synthetic", "example_id": "ex-00003", "before": "pass",
-                     "after": "fail", "score_before": 1.0, "score_after": 0.0,
-                     "response_before": "Paris", "response_after": "<b>Lyon</b>", "reference": "Paris"}],
+        "base": "base.json",
+        "base_label": "base.json",
+        "head_label": "head.json",
+        "metrics": [
+            {
+                "suite": "fast",
+                "metric": "pass_rate",
+                "then": 0.5,
+                "now": 0.25,
+                "change": -0.25,
+                "ci_low": -0.4,
+                "ci_high": -0.1,
+                "p_value": 0.01,
+            }
+        ],
+        "flipped": [
+            {
+                "suite": "fast",
+                "dataset": "synthetic",
+                "example_id": "ex-00003",
+                "before": "pass",
+                "after": "fail",
+                "score_before": 1.0,
+                "score_after": 0.0,
+                "response_before": "Paris",
+                "response_after": "<b>Lyon</b>",
+                "reference": "Paris",
+            }
+        ],
     }
     path = tmp_path / "diff.html"
     path.write_text(render_html(doc, diff=diff), encoding="utf-8")
@@ -228,11 +290,17 @@ def _embedded(path: Path) -> dict[str, Any]:
     return json.loads(text[start : text.index("</script>", start)])
 
 
-def test_html_embeds_the_json_report_in_every_mode(project: pytest.Pytester, mode_args: list[str]) -> None:
+def test_html_embeds_the_json_report_in_every_mode(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
     html, js = project.path / "out" / "r.html", project.path / "out" / "r.json"
     result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half", "--ctxbench-system=systems:boom",
-        f"--ctxbench-html={html}", f"--ctxbench-json={js}", *mode_args,
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-system=systems:boom",
+        f"--ctxbench-html={html}",
+        f"--ctxbench-json={js}",
+        *mode_args,
     )
     assert result.ret == 1  # boom's error
     data = _embedded(html)
@@ -244,25 +312,41 @@ def test_html_with_a_baseline_shows_the_flipped_examples_first(
     browser: Any, project: pytest.Pytester
 ) -> None:
     base = project.path / "base.json"
-    project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
-                      f"--ctxbench-save-baseline={base}")
+    project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        f"--ctxbench-save-baseline={base}",
+    )
     project.makepyfile(
         more="class Echo:\n    name = 'echo'\n    def process(self, e):\n"
         "        return {**e, 'response': 'nope' if e['id'] == 'q-2' else e['answer']}\necho = Echo()\n"
     )
     html = project.path / "r.html"
-    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=more:echo",
-                               f"--ctxbench-baseline={base}", "--ctxbench-max-drop=pass_rate:0.5",
-                               f"--ctxbench-html={html}")
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=more:echo",
+        f"--ctxbench-baseline={base}",
+        "--ctxbench-max-drop=pass_rate:0.5",
+        f"--ctxbench-html={html}",
+    )
     assert result.ret == 0
     opened = open_report(browser, html)
     page = opened.page
     assert page.is_visible("#comparison")
     # The comparison comes before the examples.
-    order = page.evaluate("Array.from(document.querySelectorAll('main > section')).map(s => s.id)")
-    assert order.index("comparison") < order.index("examples") and order.index("gates") == 0
+    order = page.evaluate(
+        "Array.from(document.querySelectorAll('main > section')).map(s => s.id)"
+    )
+    assert (
+        order.index("comparison") < order.index("examples")
+        and order.index("gates") == 0
+    )
     rows = _cells(opened, "#flipped-table tbody tr")
     assert len(rows) == 1 and rows[0][1] == "qa/q-2" and rows[0][2] == "pass → fail"
-    assert rows[0][3].endswith("(not kept)") and rows[0][4].endswith("nope") and rows[0][5] == "city 2"
+    assert (
+        rows[0][3].endswith("(not kept)")
+        and rows[0][4].endswith("nope")
+        and rows[0][5] == "city 2"
+    )
     assert [r[1] for r in _cells(opened, "#gate-table tbody tr")] == ["echo"]
     opened.assert_clean()

@@ -4,14 +4,16 @@ hostile text stays text, and $GITHUB_STEP_SUMMARY."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from helpers import qa_lines
 from markdown_it import MarkdownIt
 
-from pytest_context_bench.report.markdown import MAX_CHARS, WORST_SHOWN, md_escape, render_markdown
-
-from helpers import qa_lines
+from pytest_context_bench.report.markdown import (
+    MAX_CHARS,
+    WORST_SHOWN,
+    md_escape,
+)
 
 
 def _html(text: str) -> str:
@@ -19,9 +21,14 @@ def _html(text: str) -> str:
 
 
 def test_md_escape_is_inert() -> None:
-    nasty = '<script>x</script> | *bold* [link](http://x) `code` \n second line'
+    nasty = "<script>x</script> | *bold* [link](http://x) `code` \n second line"
     html = _html("| a |\n|---|\n| " + md_escape(nasty) + " |\n")
-    assert "<script>" not in html and "<a " not in html and "<em>" not in html and "<code>" not in html
+    assert (
+        "<script>" not in html
+        and "<a " not in html
+        and "<em>" not in html
+        and "<code>" not in html
+    )
     assert html.count("<td>") == 1  # the pipe and the newline did not split the cell
     assert "&lt;script&gt;x&lt;/script&gt;" in html
 
@@ -51,8 +58,14 @@ def test_markdown_from_a_run_and_the_step_summary(
     html = _html(text)
     # Three tables: gates, summary, worst examples; rendered as tables.
     assert html.count("<table>") == 3
-    assert "<td>❌ breached</td><td>half</td><td>min_pass_rate</td><td>0.5000</td><td>&gt;= 0.8000</td>" in html.replace("\n", "")
-    assert f"<td>half</td><td>30</td><td>{float(doc['summary']['half']['mean_score']):.4f}" in html.replace("\n", "")
+    assert (
+        "<td>❌ breached</td><td>half</td><td>min_pass_rate</td><td>0.5000</td><td>&gt;= 0.8000</td>"
+        in html.replace("\n", "")
+    )
+    assert (
+        f"<td>half</td><td>30</td><td>{float(doc['summary']['half']['mean_score']):.4f}"
+        in html.replace("\n", "")
+    )
     # The worst examples: the first ten of fifteen, then a count.
     assert text.count("| half | big/q-") == WORST_SHOWN
     assert "… and 5 more in the JSON report." in text
@@ -62,27 +75,41 @@ def test_markdown_from_a_run_and_the_step_summary(
 
     step.write_text("")
     off = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", "--ctxbench-no-step-summary", *mode_args
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        "--ctxbench-no-step-summary",
+        *mode_args,
     )
     assert off.ret == 0 and step.read_text() == ""
 
 
-def test_markdown_with_a_baseline_names_the_flipped_examples(project: pytest.Pytester) -> None:
+def test_markdown_with_a_baseline_names_the_flipped_examples(
+    project: pytest.Pytester,
+) -> None:
     base = project.path / "base.json"
-    project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", f"--ctxbench-save-baseline={base}")
+    project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        f"--ctxbench-save-baseline={base}",
+    )
     project.makepyfile(
         more="class Echo:\n    name = 'echo'\n    def process(self, e):\n"
         "        return {**e, 'response': 'nope' if e['id'] in ('q-2', 'q-5') else e['answer']}\necho = Echo()\n"
     )
     out = project.path / "s.md"
     result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=more:echo", f"--ctxbench-baseline={base}",
-        "--ctxbench-max-drop=pass_rate:0.5", f"--ctxbench-markdown={out}",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=more:echo",
+        f"--ctxbench-baseline={base}",
+        "--ctxbench-max-drop=pass_rate:0.5",
+        f"--ctxbench-markdown={out}",
     )
     assert result.ret == 0
     text = out.read_text()
     assert "### Compared with the baseline" in text
-    assert "- **echo**, flipped pass → fail (2): q\\-2, q\\-5" not in text  # no needless escapes
+    assert (
+        "- **echo**, flipped pass → fail (2): q\\-2, q\\-5" not in text
+    )  # no needless escapes
     assert "- **echo**, flipped pass → fail (2): q-2, q-5" in text
     assert "| ✅ met | echo | max drop of pass\\_rate |" in text
     assert "<table>" in _html(text)
@@ -91,12 +118,20 @@ def test_markdown_with_a_baseline_names_the_flipped_examples(project: pytest.Pyt
 def test_unwritable_markdown_path_is_one_clear_line(project: pytest.Pytester) -> None:
     (project.path / "afile").write_text("")
     result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", "--ctxbench-markdown=afile/s.md"
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        "--ctxbench-markdown=afile/s.md",
     )
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["ERROR: --ctxbench-markdown: */afile is not a directory"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: --ctxbench-markdown: */afile is not a directory"]
+    )
     result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", f"--ctxbench-html={project.path}"
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        f"--ctxbench-html={project.path}",
     )
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["ERROR: --ctxbench-html must be a file path, given a directory: *"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: --ctxbench-html must be a file path, given a directory: *"]
+    )

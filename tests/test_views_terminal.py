@@ -6,13 +6,15 @@ from __future__ import annotations
 import re
 
 import pytest
+from helpers import qa_lines
 
 from pytest_context_bench.report.terminal import EXAMPLES_SHOWN, fit_table
 
-from helpers import qa_lines
-
 HEADERS = ["suite", "examples", "mean score", "pass rate", "latency p95"]
-ROWS = [["alpha", "6", "0.5000", "0.5000", "3µs"], ["beta-longer-name", "6", "1.0000", "1.0000", "12µs"]]
+ROWS = [
+    ["alpha", "6", "0.5000", "0.5000", "3µs"],
+    ["beta-longer-name", "6", "1.0000", "1.0000", "12µs"],
+]
 
 
 def test_fit_table_whole_split_and_stacked() -> None:
@@ -39,7 +41,10 @@ def _summary(result: pytest.RunResult) -> list[str]:
 
 @pytest.mark.parametrize("columns", [80, 200, 250])
 def test_summary_fits_the_terminal(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode_args: list[str], columns: int
+    project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    mode_args: list[str],
+    columns: int,
 ) -> None:
     monkeypatch.setenv("COLUMNS", str(columns))
     result = project.runpytest(
@@ -81,12 +86,23 @@ def test_examples_below_and_in_error_are_named_with_a_reason(
     assert len(below) == EXAMPLES_SHOWN
     result.stdout.fnmatch_lines(["  ... and 5 more (-v lists them all*"])
     verbose = project.runpytest(
-        "--ctxbench-dataset=big.jsonl", "--ctxbench-system=systems:half", "-v", *mode_args
+        "--ctxbench-dataset=big.jsonl",
+        "--ctxbench-system=systems:half",
+        "-v",
+        *mode_args,
     )
-    assert len([line for line in verbose.stdout.lines if line.startswith("  BELOW ")]) == 15
+    assert (
+        len([line for line in verbose.stdout.lines if line.startswith("  BELOW ")])
+        == 15
+    )
     assert "and 5 more" not in verbose.stdout.str()
 
-    boom = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:boom", *mode_args)
+    boom = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:boom", *mode_args
+    )
     boom.stdout.fnmatch_lines(
-        ["examples in error (1):", "  ERROR q-3: RuntimeError: model endpoint exploded (in system)"]
+        [
+            "examples in error (1):",
+            "  ERROR q-3: RuntimeError: model endpoint exploded (in system)",
+        ]
     )

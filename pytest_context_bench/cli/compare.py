@@ -28,12 +28,23 @@ __all__ = ["add_parser", "run"]
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A.json", help="the earlier run (its --ctxbench-json report)")
-    parser.add_argument("b", metavar="B.json", help="the later run, compared with A")
-    parser.add_argument("--html", metavar="PATH", help="also write the comparison as a self-contained page")
-    parser.add_argument("--markdown", metavar="PATH", help="also write it as a Markdown summary")
     parser.add_argument(
-        "--confidence", type=float, default=0.95, metavar="X",
+        "a", metavar="A.json", help="the earlier run (its --ctxbench-json report)"
+    )
+    parser.add_argument("b", metavar="B.json", help="the later run, compared with A")
+    parser.add_argument(
+        "--html",
+        metavar="PATH",
+        help="also write the comparison as a self-contained page",
+    )
+    parser.add_argument(
+        "--markdown", metavar="PATH", help="also write it as a Markdown summary"
+    )
+    parser.add_argument(
+        "--confidence",
+        type=float,
+        default=0.95,
+        metavar="X",
         help="confidence of the intervals and of 'significantly worse' (default 0.95)",
     )
 
@@ -57,7 +68,9 @@ def run(args: argparse.Namespace) -> int:
     from ..report.compare import compare_reports, load_report
 
     if not 0 < args.confidence < 1:
-        return _fail(f"--confidence must be a number in (0, 1), given: {args.confidence!r}")
+        return _fail(
+            f"--confidence must be a number in (0, 1), given: {args.confidence!r}"
+        )
     for flag, out in (("--html", args.html), ("--markdown", args.markdown)):
         if out is None:
             continue
@@ -70,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"{flag} would overwrite the report it reads: {out!r}")
     try:
         a, b = load_report(args.a), load_report(args.b)
-        result = compare_reports(a, b, a_name=args.a, b_name=args.b, confidence=args.confidence)
+        result = compare_reports(
+            a, b, a_name=args.a, b_name=args.b, confidence=args.confidence
+        )
     except ConfigError as exc:
         return _fail(" ".join(str(exc).split()))
 
@@ -83,7 +98,16 @@ def run(args: argparse.Namespace) -> int:
     if args.html:
         from ..report.html import render_html
 
-        outputs.append((args.html, render_html(b, diff=result.diff(), title=f"ctxbench compare: {args.b} against {args.a}")))
+        outputs.append(
+            (
+                args.html,
+                render_html(
+                    b,
+                    diff=result.diff(),
+                    title=f"ctxbench compare: {args.b} against {args.a}",
+                ),
+            )
+        )
 
     print(f"A = {args.a}; B = {args.b}; confidence {args.confidence * 100:g}%")
     print(result.scope_line())
@@ -94,16 +118,34 @@ def run(args: argparse.Namespace) -> int:
             line += f" ({len(s['only_a'])} only in A, {len(s['only_b'])} only in B)"
         print(line)
         rows = [
-            [m["metric"], format_number(m["then"]), format_number(m["now"]), _signed(m["change"]),
-             f"[{format_number(m['ci_low'])}, {format_number(m['ci_high'])}]",
-             format_number(m["p_value"]), _flag(m)]
-            for m in result.metrics if m["suite"] == s["suite"]
+            [
+                m["metric"],
+                format_number(m["then"]),
+                format_number(m["now"]),
+                _signed(m["change"]),
+                f"[{format_number(m['ci_low'])}, {format_number(m['ci_high'])}]",
+                format_number(m["p_value"]),
+                _flag(m),
+            ]
+            for m in result.metrics
+            if m["suite"] == s["suite"]
         ]
-        print(tabulate(rows, headers=["metric", "A", "B", "change", "95% CI", "p (B worse)", ""],
-                       tablefmt="simple", disable_numparse=True))
-        for key, what in (("flipped_to_fail", "pass → fail"), ("flipped_to_pass", "fail → pass")):
+        print(
+            tabulate(
+                rows,
+                headers=["metric", "A", "B", "change", "95% CI", "p (B worse)", ""],
+                tablefmt="simple",
+                disable_numparse=True,
+            )
+        )
+        for key, what in (
+            ("flipped_to_fail", "pass → fail"),
+            ("flipped_to_pass", "fail → pass"),
+        ):
             if s[key]:
-                shown = " ".join(s[key][:20]) + (f" ... and {len(s[key]) - 20} more" if len(s[key]) > 20 else "")
+                shown = " ".join(s[key][:20]) + (
+                    f" ... and {len(s[key]) - 20} more" if len(s[key]) > 20 else ""
+                )
                 print(f"flipped {what} ({len(s[key])}): {shown}")
     try:
         for path, text in outputs:
@@ -113,7 +155,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"could not write {exc.filename or path}: {exc.strerror or exc}")
     worse = result.worse
     if worse:
-        print(f"\n{len(worse)} metric(s) significantly worse in B: "
-              + ", ".join(f"{m['suite']} {m['metric']}" for m in worse))
+        print(
+            f"\n{len(worse)} metric(s) significantly worse in B: "
+            + ", ".join(f"{m['suite']} {m['metric']}" for m in worse)
+        )
         return 1
     return 0

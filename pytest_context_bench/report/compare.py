@@ -22,7 +22,7 @@ from ..results import EvalRow, from_json_safe
 from .json_report import SCHEMA_VERSION, load_schema
 from .run import Record, RunReport
 
-__all__ = ["ReportComparison", "load_report", "compare_reports", "METRICS"]
+__all__ = ["METRICS", "ReportComparison", "compare_reports", "load_report"]
 
 #: What ``ctxbench compare`` compares, in order.
 METRICS = ("pass_rate", "mean_score", "cost_of_pass", "latency_mean")
@@ -39,7 +39,9 @@ def load_report(path: str | Path) -> dict[str, Any]:
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"{p}: no such file; give the path of a report written with --ctxbench-json.") from None
+        raise ConfigError(
+            f"{p}: no such file; give the path of a report written with --ctxbench-json."
+        ) from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(f"{p}: cannot be read ({reason}).") from None
@@ -51,9 +53,13 @@ def load_report(path: str | Path) -> dict[str, Any]:
             " a truncated file? Re-run pytest with --ctxbench-json to write it again."
         ) from None
     if not isinstance(doc, dict):
-        raise ConfigError(f"{p}: holds a JSON {type(doc).__name__}, not a pytest-context-bench report.")
+        raise ConfigError(
+            f"{p}: holds a JSON {type(doc).__name__}, not a pytest-context-bench report."
+        )
     if doc.get("kind") == "pytest-context-bench baseline":
-        raise ConfigError(f"{p}: is a baseline (--ctxbench-save-baseline), not a JSON report; give the file of --ctxbench-json.")
+        raise ConfigError(
+            f"{p}: is a baseline (--ctxbench-save-baseline), not a JSON report; give the file of --ctxbench-json."
+        )
     version = doc.get("schema_version")
     if version != SCHEMA_VERSION:
         raise ConfigError(
@@ -62,10 +68,14 @@ def load_report(path: str | Path) -> dict[str, Any]:
         )
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(load_schema()).iter_errors(doc))
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(load_schema()).iter_errors(doc)
+    )
     if error is not None:
         where = "/".join(str(x) for x in error.absolute_path) or "the top level"
-        raise ConfigError(f"{p}: not a valid pytest-context-bench report (at {where}: {error.message}).")
+        raise ConfigError(
+            f"{p}: not a valid pytest-context-bench report (at {where}: {error.message})."
+        )
     return doc
 
 
@@ -126,17 +136,38 @@ def _records(doc: dict[str, Any]) -> list[Record]:
     origins = {str(s["label"]): str(s.get("origin", "")) for s in doc.get("suites", [])}
     out = []
     for i, raw in enumerate(doc.get("rows", [])):
-        io = {"response": raw["response"], "reference": raw.get("reference", "")} if "response" in raw else None
-        out.append(Record(str(raw["suite"]), origins.get(str(raw["suite"]), ""), (i,), str(raw["status"]), EvalRow.from_dict(raw), io))
+        io = (
+            {"response": raw["response"], "reference": raw.get("reference", "")}
+            if "response" in raw
+            else None
+        )
+        out.append(
+            Record(
+                str(raw["suite"]),
+                origins.get(str(raw["suite"]), ""),
+                (i,),
+                str(raw["status"]),
+                EvalRow.from_dict(raw),
+                io,
+            )
+        )
     return out
 
 
 def _summary(doc: dict[str, Any]) -> dict[str, dict[str, float]]:
-    return {str(s): {str(k): from_json_safe(v) for k, v in m.items()} for s, m in doc.get("summary", {}).items()}
+    return {
+        str(s): {str(k): from_json_safe(v) for k, v in m.items()}
+        for s, m in doc.get("summary", {}).items()
+    }
 
 
 def compare_reports(
-    a: dict[str, Any], b: dict[str, Any], *, a_name: str = "A", b_name: str = "B", confidence: float = 0.95
+    a: dict[str, Any],
+    b: dict[str, Any],
+    *,
+    a_name: str = "A",
+    b_name: str = "B",
+    confidence: float = 0.95,
 ) -> ReportComparison:
     """Compare report ``b`` with report ``a`` (see the module docstring).
 
@@ -166,46 +197,94 @@ def compare_reports(
         records=a_records,
     )
     b_records = _records(b)
-    current = RunReport(summary=_summary(b), suites=list(b.get("suites", [])), gates=[], records=b_records)
-    result = compare(base, current, {}, confidence=confidence, extra_metrics=("cost_of_pass", "latency_mean"))
-    out = ReportComparison(a_name, b_name, confidence, only_a=[x for x in a_labels if x not in b_labels],
-                           only_b=[x for x in b_labels if x not in a_labels])
+    current = RunReport(
+        summary=_summary(b),
+        suites=list(b.get("suites", [])),
+        gates=[],
+        records=b_records,
+    )
+    result = compare(
+        base,
+        current,
+        {},
+        confidence=confidence,
+        extra_metrics=("cost_of_pass", "latency_mean"),
+    )
+    out = ReportComparison(
+        a_name,
+        b_name,
+        confidence,
+        only_a=[x for x in a_labels if x not in b_labels],
+        only_b=[x for x in b_labels if x not in a_labels],
+    )
     alpha = 1 - confidence
     for s in result.suites:
         for m in s.metrics:
             r = m.result
-            out.metrics.append({
-                "suite": m.suite, "metric": m.metric, "then": m.then, "now": m.now, "change": r.diff,
-                "ci_low": r.ci_low, "ci_high": r.ci_high, "p_value": r.p_value, "test": r.test, "n": r.n,
-                "worse": bool(not math.isnan(r.p_value) and r.p_value <= alpha and not math.isnan(r.diff) and r.diff != 0),
-            })
-        out.suites.append({
-            "suite": s.suite, "n_matched": s.n_matched, "only_a": list(s.missing), "only_b": list(s.new),
-            "flipped_to_fail": list(s.flipped_to_fail), "flipped_to_pass": list(s.flipped_to_pass),
-        })
+            out.metrics.append(
+                {
+                    "suite": m.suite,
+                    "metric": m.metric,
+                    "then": m.then,
+                    "now": m.now,
+                    "change": r.diff,
+                    "ci_low": r.ci_low,
+                    "ci_high": r.ci_high,
+                    "p_value": r.p_value,
+                    "test": r.test,
+                    "n": r.n,
+                    "worse": bool(
+                        not math.isnan(r.p_value)
+                        and r.p_value <= alpha
+                        and not math.isnan(r.diff)
+                        and r.diff != 0
+                    ),
+                }
+            )
+        out.suites.append(
+            {
+                "suite": s.suite,
+                "n_matched": s.n_matched,
+                "only_a": list(s.missing),
+                "only_b": list(s.new),
+                "flipped_to_fail": list(s.flipped_to_fail),
+                "flipped_to_pass": list(s.flipped_to_pass),
+            }
+        )
     index: dict[tuple[str, str, str], Record] = {}
     for side, recs in (("a", a_records), ("b", b_records)):
         for rec in recs:
             index.setdefault((side, rec.suite, rec.row.example_id), rec)
-            index.setdefault((side, rec.suite, f"{rec.row.dataset}/{rec.row.example_id}"), rec)
+            index.setdefault(
+                (side, rec.suite, f"{rec.row.dataset}/{rec.row.example_id}"), rec
+            )
     for entry in out.suites:
         label = str(entry["suite"])
-        for key, before, after in (("flipped_to_fail", "pass", "fail"), ("flipped_to_pass", "fail", "pass")):
+        for key, before, after in (
+            ("flipped_to_fail", "pass", "fail"),
+            ("flipped_to_pass", "fail", "pass"),
+        ):
             for ident in entry[key]:
                 ra, rb = index.get(("a", label, ident)), index.get(("b", label, ident))
                 either = rb or ra
-                out.flipped.append({
-                    "suite": label,
-                    "dataset": either.row.dataset if either else "",
-                    "example_id": either.row.example_id if either else ident,
-                    "before": before,
-                    "after": after,
-                    "score_before": _score(ra),
-                    "score_after": _score(rb),
-                    "response_before": (ra.io or {}).get("response") if ra else None,
-                    "response_after": (rb.io or {}).get("response") if rb else None,
-                    "reference": (either.io or {}).get("reference", "") if either else "",
-                })
+                out.flipped.append(
+                    {
+                        "suite": label,
+                        "dataset": either.row.dataset if either else "",
+                        "example_id": either.row.example_id if either else ident,
+                        "before": before,
+                        "after": after,
+                        "score_before": _score(ra),
+                        "score_after": _score(rb),
+                        "response_before": (ra.io or {}).get("response")
+                        if ra
+                        else None,
+                        "response_after": (rb.io or {}).get("response") if rb else None,
+                        "reference": (either.io or {}).get("reference", "")
+                        if either
+                        else "",
+                    }
+                )
     return out
 
 

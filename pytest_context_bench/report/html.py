@@ -33,7 +33,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["render_html", "embed_json", "baseline_diff", "PAGE_SIZE"]
+__all__ = ["PAGE_SIZE", "baseline_diff", "embed_json", "render_html"]
 
 #: Rows of the example table rendered at a time.
 PAGE_SIZE = 100
@@ -53,7 +53,10 @@ def embed_json(value: Any) -> str:
 
 
 def render_html(
-    doc: Mapping[str, Any], *, diff: Mapping[str, Any] | None = None, title: str = "ctxbench report"
+    doc: Mapping[str, Any],
+    *,
+    diff: Mapping[str, Any] | None = None,
+    title: str = "ctxbench report",
 ) -> str:
     """The HTML page of a JSON report.
 
@@ -68,41 +71,46 @@ def render_html(
     if diff is None:
         diff = baseline_diff(doc)
     data = embed_json({"doc": doc, "diff": diff, "page_size": PAGE_SIZE})
-    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+    digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode(
+        "ascii"
+    )
     csp = (
         "default-src 'none'; style-src 'unsafe-inline'; img-src data:;"
         f" script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
     )
     safe_title = (
-        title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+        title.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
     )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        "<meta name=\"referrer\" content=\"no-referrer\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<meta name="referrer" content="no-referrer">\n'
         f"<title>{safe_title}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
-        f"<header><h1>{safe_title}</h1><div id=\"run\"></div></header>\n"
-        "<noscript><p class=\"bad\">This report is drawn by its own script (embedded,"
+        f'<header><h1>{safe_title}</h1><div id="run"></div></header>\n'
+        '<noscript><p class="bad">This report is drawn by its own script (embedded,'
         " offline): enable JavaScript for this file, or read the JSON report.</p></noscript>\n"
         "<main>\n"
-        "<section id=\"gates\"><h2>Gates</h2><div id=\"verdict\"></div><div id=\"gate-table\" class=\"scroll\"></div></section>\n"
-        "<section id=\"summary\"><h2>Summary</h2><div id=\"summary-table\" class=\"scroll\"></div>"
-        "<p class=\"note\" id=\"legend\"></p></section>\n"
-        "<section id=\"comparison\" hidden><h2>Compared with another run</h2>"
-        "<div id=\"diff-table\" class=\"scroll\"></div><div id=\"flipped\" class=\"scroll\"></div></section>\n"
-        "<section id=\"plots\"><div class=\"plot\"><h2>Quality against cost</h2><div id=\"pareto\"></div></div>"
-        "<div class=\"plot\"><h2>Mean score per dataset</h2><div id=\"datasets\" class=\"scroll\"></div></div>"
-        "<div class=\"plot\"><h2>Latency</h2><div id=\"latency\"></div></div></section>\n"
-        "<section id=\"examples\"><h2>Examples</h2>"
-        "<div class=\"controls\"><span id=\"status-filter\" role=\"group\" aria-label=\"status\"></span>"
-        "<input id=\"search\" type=\"search\" placeholder=\"Search ids, responses, references, errors\""
-        " aria-label=\"search\"></div>"
-        "<div class=\"pager\"><button id=\"prev\" type=\"button\">&larr; previous</button>"
-        "<span id=\"page-info\"></span><button id=\"next\" type=\"button\">next &rarr;</button></div>"
-        "<div class=\"scroll\"><table id=\"example-table\"><thead></thead><tbody></tbody></table></div>"
-        "</section>\n</main>\n<footer id=\"footer\"></footer>\n"
-        f"<script type=\"application/json\" id=\"ctxbench-data\">{data}</script>\n"
+        '<section id="gates"><h2>Gates</h2><div id="verdict"></div><div id="gate-table" class="scroll"></div></section>\n'
+        '<section id="summary"><h2>Summary</h2><div id="summary-table" class="scroll"></div>'
+        '<p class="note" id="legend"></p></section>\n'
+        '<section id="comparison" hidden><h2>Compared with another run</h2>'
+        '<div id="diff-table" class="scroll"></div><div id="flipped" class="scroll"></div></section>\n'
+        '<section id="plots"><div class="plot"><h2>Quality against cost</h2><div id="pareto"></div></div>'
+        '<div class="plot"><h2>Mean score per dataset</h2><div id="datasets" class="scroll"></div></div>'
+        '<div class="plot"><h2>Latency</h2><div id="latency"></div></div></section>\n'
+        '<section id="examples"><h2>Examples</h2>'
+        '<div class="controls"><span id="status-filter" role="group" aria-label="status"></span>'
+        '<input id="search" type="search" placeholder="Search ids, responses, references, errors"'
+        ' aria-label="search"></div>'
+        '<div class="pager"><button id="prev" type="button">&larr; previous</button>'
+        '<span id="page-info"></span><button id="next" type="button">next &rarr;</button></div>'
+        '<div class="scroll"><table id="example-table"><thead></thead><tbody></tbody></table></div>'
+        '</section>\n</main>\n<footer id="footer"></footer>\n'
+        f'<script type="application/json" id="ctxbench-data">{data}</script>\n'
         f"<script>{_SCRIPT}</script>\n</body>\n</html>\n"
     )
 
@@ -116,36 +124,49 @@ def baseline_diff(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     by_key: dict[tuple[str, str], Mapping[str, Any]] = {}
     for row in doc.get("rows", []):
-        suite, ds, ex = str(row.get("suite")), str(row.get("dataset")), str(row.get("example_id"))
+        suite, ds, ex = (
+            str(row.get("suite")),
+            str(row.get("dataset")),
+            str(row.get("example_id")),
+        )
         by_key.setdefault((suite, ex), row)
         by_key.setdefault((suite, f"{ds}/{ex}"), row)
     flipped = []
     for s in comparison.get("suites", []):
-        for key, before, after in (("flipped_to_fail", "pass", "fail"), ("flipped_to_pass", "fail", "pass")):
+        for key, before, after in (
+            ("flipped_to_fail", "pass", "fail"),
+            ("flipped_to_pass", "fail", "pass"),
+        ):
             for ident in s.get(key, []):
                 row = by_key.get((str(s.get("suite")), str(ident)), {})
                 meta = row.get("metadata") or {}
                 score = (row.get("scores") or {}).get(meta.get("score_field"))
-                flipped.append({
-                    "suite": s.get("suite"),
-                    "dataset": row.get("dataset", ""),
-                    "example_id": row.get("example_id", ident),
-                    "before": before,
-                    "after": after,
-                    "score_before": None,
-                    "score_after": 0.0 if row.get("error") else score,
-                    "response_before": None,
-                    "response_after": row.get("response"),
-                    "reference": row.get("reference", ""),
-                })
+                flipped.append(
+                    {
+                        "suite": s.get("suite"),
+                        "dataset": row.get("dataset", ""),
+                        "example_id": row.get("example_id", ident),
+                        "before": before,
+                        "after": after,
+                        "score_before": None,
+                        "score_after": 0.0 if row.get("error") else score,
+                        "response_before": None,
+                        "response_after": row.get("response"),
+                        "reference": row.get("reference", ""),
+                    }
+                )
     return {
         "base": f"the baseline {comparison.get('baseline')}",
         "base_label": "baseline",
         "head_label": "this run",
         "metrics": list(comparison.get("metrics", [])),
         "flipped": flipped,
-        "notes": ["A baseline file keeps each example's scores, not its response: the"
-                  " flipped examples show this run's response."],
+        "notes": [
+            (
+                "A baseline file keeps each example's scores, not its response: the"
+                " flipped examples show this run's response."
+            )
+        ],
     }
 
 

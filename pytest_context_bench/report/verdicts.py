@@ -22,7 +22,13 @@ from typing import Any
 
 from ..gate import GateResult
 
-__all__ = ["Verdict", "gate_verdicts", "comparison_verdicts", "is_verdict", "VERDICT_PREFIX"]
+__all__ = [
+    "VERDICT_PREFIX",
+    "Verdict",
+    "comparison_verdicts",
+    "gate_verdicts",
+    "is_verdict",
+]
 
 #: Every verdict's node id starts with this (the command-line run's examples share
 #: the ``ctxbench`` path, as ``ctxbench::example[...]``).
@@ -60,7 +66,11 @@ class Verdict:
 
 def _num(x: float) -> float | str:
     # JUnit properties and the wire want plain values; non-finite ones as text.
-    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+    return (
+        x
+        if math.isfinite(x)
+        else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+    )
 
 
 def gate_verdicts(results: Iterable[GateResult]) -> list[Verdict]:
@@ -100,7 +110,9 @@ def comparison_verdicts(
     """
     out: list[Verdict] = []
     if baseline_error:
-        out.append(Verdict(f"{VERDICT_PREFIX}baseline[datasets]", False, baseline_error))
+        out.append(
+            Verdict(f"{VERDICT_PREFIX}baseline[datasets]", False, baseline_error)
+        )
     if comparison is not None:
         for s in comparison.suites:
             for m in s.metrics:
