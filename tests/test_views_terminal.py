@@ -78,7 +78,7 @@ def test_examples_below_and_in_error_are_named_with_a_reason(
     result.stdout.fnmatch_lines(
         [
             "examples below threshold (15):",
-            "  BELOW q-1: f1 = 0.0000 < 0.7; response 'no idea', expected 'city 1'",
+            "  BELOW q-1: f1 = 0 < 0.7; response 'no idea', expected 'city 1'",
             "  BELOW q-3: *",
         ]
     )

@@ -122,7 +122,7 @@ def example_reason(rec: Any, threshold: float) -> str:
         return text + (f" (in {where})" if where else "")
     field = row.metadata.get("score_field") or "score"
     value = row.scores.get(field)
-    parts = [f"{field} = {fmt_value(value)} < {threshold:g}" if value is not None else f"no {field} score"]
+    parts = [f"{field} = {value:.3g} < {threshold:g}" if value is not None else f"no {field} score"]
     for name, details in row.metadata.items():
         # An evaluator's explanation (CodeExecution: the sandbox's reason).
         if isinstance(details, dict) and details.get("reason"):
@@ -140,7 +140,9 @@ def example_lines(report: RunReport, *, width: int | None = None, verbose: int =
     the first :data:`EXAMPLES_SHOWN` per status, then ``and N more``; all with
     ``verbose``."""
     thresholds = {s["label"]: float(s["threshold"]) for s in report.suites}
-    several = len({r.row.dataset for r in report.records}) > 1 or len(report.summary) > 1
+    # Name only what tells examples apart: the suite and the dataset when several.
+    several_suites = len(report.summary) > 1
+    several_datasets = len({r.row.dataset for r in report.records}) > 1
     lines: list[tuple[str, dict[str, Any]]] = []
     for status, word, markup in (("error", "ERROR", {"red": True}), ("below", "BELOW", {"yellow": True})):
         recs = [r for r in report.records if r.status == status]
@@ -150,7 +152,9 @@ def example_lines(report: RunReport, *, width: int | None = None, verbose: int =
         lines.append((f"examples {what} ({len(recs)}):", {"bold": True}))
         shown = recs if verbose > 0 else recs[:EXAMPLES_SHOWN]
         for rec in shown:
-            name = f"{rec.suite}: {rec.row.dataset}/{rec.row.example_id}" if several else rec.row.example_id
+            name = f"{rec.row.dataset}/{rec.row.example_id}" if several_datasets else rec.row.example_id
+            if several_suites:
+                name = f"{rec.suite}: {name}"
             reason = example_reason(rec, thresholds.get(rec.suite, 0.7))
             lines.append((_one_line(f"  {word} {name}: {reason}", width), markup))
         if len(shown) < len(recs):
