@@ -572,6 +572,7 @@ def compare(
     confidence: float = 0.95,
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
+    extra_metrics: Iterable[str] = (),
 ) -> Comparison:
     """Compare a run with a baseline, suite by suite, example by example.
 
@@ -593,6 +594,8 @@ def compare(
     :param confidence: the required confidence (``--ctxbench-confidence``).
     :param seed: the seed of every resampling; same inputs, same comparison.
     :param n_resamples: bootstrap / sign-flip resamples per test.
+    :param extra_metrics: ``cost_of_pass`` and/or ``latency_mean`` to compare
+        without a gate (``ctxbench compare`` reports all four).
     :raises ConfigError: for a metric in ``max_drops`` that is not in
         :data:`DROP_METRICS`.
     """
@@ -618,7 +621,10 @@ def compare(
         several = len({d for d, _ in [*now, *then]}) > 1
         matched = [k for k in then if k in now]
         metrics: list[MetricComparison] = []
-        wanted = ["pass_rate", "mean_score"] + [m for m in ("cost_of_pass", "latency_mean") if m in max_drops]
+        extra = set(extra_metrics)
+        wanted = ["pass_rate", "mean_score"] + [
+            m for m in ("cost_of_pass", "latency_mean") if m in max_drops or m in extra
+        ]
         for metric in wanted:
             result = _test(metric, matched, then, now, baseline.summary.get(label, {}), confidence, seed, n_resamples)
             tol = max_drops.get(metric)

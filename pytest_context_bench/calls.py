@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallScope", "call_scope", "current_call"]
+__all__ = ["CallScope", "call_scope", "current_call", "keep_io", "record_io", "IO_CLIP"]
 
 
 @dataclass
@@ -59,3 +59,40 @@ def call_scope(scope: CallScope) -> Iterator[CallScope]:
         yield scope
     finally:
         _CURRENT.reset(token)
+
+
+# What the reports show next to the scores: the response and the reference of each
+# scored example. The plugin opens a sink around the examples it runs; the engine
+# drops (response, reference) into it when it scores one. Without a sink (the
+# Python API), nothing is kept.
+_IO: contextvars.ContextVar[list[dict[str, str]] | None] = contextvars.ContextVar(
+    "ctxbench_io", default=None
+)
+
+#: Characters kept of a response and of a reference (the reports are for reading).
+IO_CLIP = 2000
+
+
+def _clip(value: Any) -> str:
+    text = value if isinstance(value, str) else ("" if value is None else repr(value))
+    return text if len(text) <= IO_CLIP else text[:IO_CLIP] + f"… [{len(text) - IO_CLIP} more characters]"
+
+
+@contextlib.contextmanager
+def keep_io() -> Iterator[list[dict[str, str]]]:
+    """Collect ``{"response", "reference"}`` of each example scored in the block."""
+    sink: list[dict[str, str]] = []
+    token = _IO.set(sink)
+    try:
+        yield sink
+    finally:
+        _IO.reset(token)
+
+
+def record_io(original: dict[str, Any], processed: dict[str, Any] | None) -> None:
+    """Called by the engine for each scored example; a no-op without :func:`keep_io`."""
+    sink = _IO.get()
+    if sink is None:
+        return
+    response = None if processed is None else processed.get("response")
+    sink.append({"response": _clip(response), "reference": _clip(original.get("answer"))})

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from .errors import ConfigError, SystemLoadError
 from .results import EvalResult, EvalRow
-from .calls import CallScope, call_scope
+from .calls import CallScope, call_scope, record_io
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
 
@@ -193,6 +193,7 @@ def score_processed(
                     raised = exc
                     error = _error(exc, f"evaluator:{name}")
                     break
+    record_io(original, processed)  # the plugin's reports show them; else a no-op
     row = EvalRow(
         system=system,
         example_id=str(original.get("id", "")),

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from browser import browser  # noqa: F401 (the headless Chromium fixture)
 from helpers import SYSTEMS_PY, qa_lines
 
 pytest_plugins = ["pytester"]
@@ -19,6 +20,12 @@ def _private_dataset_cache(
     monkeypatch.setenv("CTXBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("ctxcache")))
     monkeypatch.delenv("CTXBENCH_HUB", raising=False)
     monkeypatch.delenv("CTXBENCH_SKIP_BAD_RECORDS", raising=False)
+    # The summary table fits the terminal (split or stacked when narrow): tests that
+    # match whole table rows get a wide one, whatever terminal runs the suite; the
+    # width tests set their own.
+    monkeypatch.setenv("COLUMNS", "250")
+    # A CI runner's step summary is not for the test suite's inner runs.
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
 @pytest.fixture(params=list(MODES), ids=list(MODES))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from xml.etree import ElementTree
+
 import jsonschema
 import pytest
 
@@ -58,22 +60,47 @@ def test_cli_run_scores_every_example(project: pytest.Pytester, mode_args: list[
 def test_gate_breach_exits_1_with_normal_closing_line(
     project: pytest.Pytester, mode_args: list[str]
 ) -> None:
+    # Each gate is a test of its own: the breach is "1 failed" in pytest's closing
+    # line (red), a failing <testcase> in --junitxml with the value and the limit.
     result = project.runpytest(
         "--ctxbench-dataset=qa.jsonl",
         "--ctxbench-system=systems:half",
         "--ctxbench-min-pass-rate=0.8",
         "--ctxbench-max-cost-of-pass=1000",
+        "--junitxml=junit.xml",
+        "--color=yes",
         *mode_args,
     )
     assert result.ret == 1
-    result.stdout.fnmatch_lines(
+    plain = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in result.stdout.lines]
+    pytest.LineMatcher(plain).fnmatch_lines(
         [
             "*FAIL half: min_pass_rate: pass_rate = 0.5 breaches the limit >= 0.8*",
             "*PASS half: max_cost_of_pass: cost_of_pass = * meets the limit <= 1000*",
             "*1 gate(s) breached: the run fails*",
-            "*3 passed, 3 below threshold in*",
+            "*FAILED ctxbench::gate[[]half:min_pass_rate[]] - gate breached: *",
+            "*1 failed, 4 passed, 3 below threshold in*",
         ]
     )
+    closing = result.stdout.lines[-1]
+    assert closing.startswith("\x1b[31m=")  # the closing line is red
+    suite = ElementTree.parse(project.path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    breached = cases["gate[half:min_pass_rate]"]
+    failure = breached.find("failure")
+    assert failure is not None
+    assert "pass_rate = 0.5 breaches the limit >= 0.8" in (failure.get("message") or "")
+    props = {p.get("name"): p.get("value") for p in breached.iter("property")}
+    assert props == {"suite": "half", "metric": "pass_rate", "value": "0.5", "op": ">=", "limit": "0.8"}
+    met = cases["gate[half:max_cost_of_pass]"]
+    assert met.find("failure") is None and met.find("skipped") is None
+    # Every example's testcase carries its status and scores.
+    example = {p.get("name"): p.get("value") for p in cases["example[half/qa/q-1]"].iter("property")}
+    assert example["ctxbench.status"] == "below" and example["ctxbench.f1"] == "0.0"
+    example = {p.get("name"): p.get("value") for p in cases["example[half/qa/q-2]"].iter("property")}
+    assert example["ctxbench.status"] == "pass" and example["ctxbench.f1"] == "1.0"
+
     no_gate = project.runpytest(
         "--ctxbench-dataset=qa.jsonl",
         "--ctxbench-system=systems:half",
@@ -83,6 +110,7 @@ def test_gate_breach_exits_1_with_normal_closing_line(
     )
     assert no_gate.ret == 0
     no_gate.stdout.fnmatch_lines(["*gates (not enforced: --ctxbench-no-gate):*", "*FAIL half*"])
+    no_gate.assert_outcomes(passed=3, skipped=1)
 
 
 def test_met_gate_exits_0(project: pytest.Pytester) -> None:
@@ -94,7 +122,7 @@ def test_met_gate_exits_0(project: pytest.Pytester) -> None:
         "--ctxbench-max-error-rate=0",
     )
     assert result.ret == 0
-    result.assert_outcomes(passed=6)
+    result.assert_outcomes(passed=6 + 3)  # 6 examples, 3 met gates
     assert "FAIL" not in result.stdout.str()
 
 
@@ -224,7 +252,7 @@ def test_ini_twins_and_cli_precedence(project: pytest.Pytester) -> None:
     from_ini = project.runpytest()
     assert from_ini.ret == 1
     from_ini.stdout.fnmatch_lines(["*FAIL half: min_pass_rate*"])
-    from_ini.assert_outcomes(passed=2)
+    from_ini.assert_outcomes(passed=2, failed=1)  # the breached gate is the failure
     cli_wins = project.runpytest("--ctxbench-min-pass-rate=0.5", "--ctxbench-system=systems:echo")
     assert cli_wins.ret == 0
     cli_wins.stdout.fnmatch_lines(["*PASS echo: min_pass_rate: pass_rate = 1 meets the limit >= 0.5*"])

@@ -65,7 +65,7 @@ def test_proxy_and_judge_survive_transient_failures_under_xdist(pytester: pytest
             "--ctxbench-min-pass-rate=1",
         )
     assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=200)
+    result.assert_outcomes(passed=200 + 1)  # and the met gate
     assert count["failed"] >= 80  # 400 successful calls + retries: a fifth failed first
     doc = json.loads(out.read_text())
     summary = doc["summary"]["local"]

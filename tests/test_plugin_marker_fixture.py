@@ -29,7 +29,7 @@ def test_marker_gates_apply_to_their_own_suite(project: pytest.Pytester, mode_ar
     out = project.path / "out.json"
     result = project.runpytest(f"--ctxbench-json={out}", *mode_args)
     assert result.ret == 1
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=8, failed=1)  # the failure: the gate, as a test
     result.stdout.fnmatch_lines(
         [
             "*test_m.py::test_gated *4*0.5000*0.5000*",

@@ -19,7 +19,9 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "main"]
 
 #: subcommand name → (module under this package, one-line help).
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "compare": ("compare", "Compare two JSON reports: per suite and metric, the paired change, and the flipped examples."),
+}
 
 USAGE_ERROR = 4
 

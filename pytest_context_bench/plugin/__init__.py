@@ -159,10 +159,13 @@ def pytest_configure(config: pytest.Config) -> None:
             settings.task,
         )
         state.cli_spec = spec_from_settings(settings, datasets)
-    if settings.json_path is not None and not is_worker(config):
-        parent = settings.json_path.parent
-        if parent.exists() and not parent.is_dir():
-            raise pytest.UsageError(f"--ctxbench-json: {parent} is not a directory")
+    if not is_worker(config):
+        for flag, out in (("--ctxbench-json", settings.json_path),
+                          ("--ctxbench-markdown", settings.markdown_path),
+                          ("--ctxbench-html", settings.html_path)):
+            parent = out.parent if out is not None else None
+            if parent is not None and parent.exists() and not parent.is_dir():
+                raise pytest.UsageError(f"{flag}: {parent} is not a directory")
     if settings.baseline is not None and not is_worker(config):
         # Read (and checked against the datasets) before any example runs.
         from ..baseline import check_datasets, load_baseline
@@ -388,17 +391,22 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         recorder = item.stash.get(RECORDER_KEY, None)
         if recorder is not None:
             del item.stash[RECORDER_KEY]  # items live all session; rows need not
-            _attach(report, recorder, item.config.stash[STATE_KEY])
+            _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
         else:
             callspec = getattr(item, "callspec", None)
             case = callspec.params.get("ctxbench_case") if callspec is not None else None
             if isinstance(case, CliCase) and case.recorder is not None:
                 recorder, case.recorder = case.recorder, None
-                _attach(report, recorder, item.config.stash[STATE_KEY])
+                _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
     return report
 
 
-def _attach(report: pytest.TestReport, recorder: Recorder, state: State) -> None:
+def _attach(
+    report: pytest.TestReport,
+    recorder: Recorder,
+    state: State,
+    item_properties: list[tuple[str, object]],
+) -> None:
     spec = recorder.spec
     if not recorder.rows:
         if report.passed:
@@ -423,6 +431,7 @@ def _attach(report: pytest.TestReport, recorder: Recorder, state: State) -> None
                 # to_dict() yields exact builtins (floats, ints, strs) except for
                 # metadata, which is checked at the boundary.
                 "row": {**row.to_dict(), "metadata": ensure_wire_safe(row.metadata)},
+                "io": recorder.io.get(id(row)),
             }
         )
     overall = next((s for s in ("error", "below", "unscored") if s in statuses), "pass")
@@ -436,6 +445,7 @@ def _attach(report: pytest.TestReport, recorder: Recorder, state: State) -> None
         ]
         report.longrepr = "below threshold (--ctxbench-strict):\n" + "\n".join(lines)
     payload: dict[str, Any] = {"v": WIRE_VERSION, "status": overall, "rows": rows}
+    _add_properties(item_properties, recorder.rows, statuses)
     if spec.origin not in state.sent_origins:
         # How the suite is scored and gated travels once per process (the controller
         # keeps the first copy it sees), not on every report.
@@ -474,6 +484,27 @@ def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
         return
     state.sent_origins.add(ref.spec.origin)
     setattr(report, REPORT_ATTR, {"v": WIRE_VERSION, "suite": _suite_wire(ref.spec, state)})
+
+
+def _add_properties(
+    properties: list[tuple[str, object]], rows: list[tuple[int, Any]], statuses: list[str]
+) -> None:
+    """The example's status and scores as the test's user properties.
+
+    pytest copies ``item.user_properties`` onto the teardown report (made after this
+    call report), which ``--junitxml`` writes as ``<properties>`` and xdist ships to
+    the controller: ``ctxbench.status``, ``ctxbench.<score>`` (``ctxbench.f1``), and
+    ``ctxbench.error`` when the System or an evaluator raised. An item with several
+    rows (a memory conversation's questions) numbers them: ``ctxbench.2.f1``.
+    """
+    several = len(rows) > 1
+    for i, ((_, row), status) in enumerate(zip(rows, statuses), start=1):
+        prefix = f"ctxbench.{i}." if several else "ctxbench."
+        properties.append((prefix + "status", status))
+        for key, value in sorted(row.scores.items()):
+            properties.append((prefix + str(key), float(value)))
+        if row.error is not None:
+            properties.append((prefix + "error", f"{row.error.get('type')}: {row.error.get('message')}"))
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

@@ -89,6 +89,25 @@ STRICT = _opt(
     " 'below threshold' status, which does not fail the run",
 )
 JSON = _opt("json", "str", "Write the JSON report (summary, gates, rows) to PATH", "PATH")
+MARKDOWN = _opt(
+    "markdown",
+    "str",
+    "Write a Markdown summary (gates, summary table, worst and flipped examples),"
+    " sized for a pull-request comment, to PATH",
+    "PATH",
+)
+HTML = _opt(
+    "html",
+    "str",
+    "Write a self-contained HTML report (works offline: no request of any kind) to PATH",
+    "PATH",
+)
+NO_STEP_SUMMARY = _opt(
+    "no-step-summary",
+    "bool",
+    "Do not append the Markdown summary to $GITHUB_STEP_SUMMARY (GitHub Actions sets"
+    " it; by default the summary is appended when it is set)",
+)
 TOKENIZER = _opt(
     "tokenizer",
     "str",
@@ -248,6 +267,9 @@ OPTIONS: tuple[Option, ...] = (
     NO_GATE,
     STRICT,
     JSON,
+    MARKDOWN,
+    HTML,
+    NO_STEP_SUMMARY,
     TOKENIZER,
     TEXT_FIELDS,
     SAVE_BASELINE,
@@ -374,6 +396,9 @@ class Settings:
     no_gate: bool = False
     strict: bool = False
     json_path: Path | None = None
+    markdown_path: Path | None = None
+    html_path: Path | None = None
+    step_summary: bool = True
     tokenizer: str | None = None
     text_fields: tuple[str, ...] | None = None
     #: option dest -> how to name where its value came from in an error message
@@ -456,6 +481,19 @@ class Settings:
                 json_path = (invdir if json_cli else inidir) / json_path
             if json_path.is_dir():
                 raise pytest.UsageError(f"{JSON.where(json_cli)} must be a file path, given a directory: {json_raw!r}")
+        views: dict[str, Path | None] = {}
+        for opt in (MARKDOWN, HTML):
+            raw, from_cli = get(opt)
+            views[opt.dest] = None
+            if raw:
+                path = Path(str(raw))
+                if not path.is_absolute():
+                    path = (invdir if from_cli else inidir) / path
+                if path.is_dir():
+                    raise pytest.UsageError(
+                        f"{opt.where(from_cli)} must be a file path, given a directory: {raw!r}"
+                    )
+                views[opt.dest] = path
         text_raw, text_cli = get(TEXT_FIELDS)
         text_fields = None
         if text_raw is not None:  # an empty value is a mistake, not "the default"
@@ -601,6 +639,9 @@ class Settings:
             no_gate=bool(no_gate),
             strict=bool(strict),
             json_path=json_path,
+            markdown_path=views[MARKDOWN.dest],
+            html_path=views[HTML.dest],
+            step_summary=not get(NO_STEP_SUMMARY)[0],
             tokenizer=tokenizer or None,
             where=where,
             data_dir=data_dir,

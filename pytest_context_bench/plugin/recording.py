@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
+from ..calls import keep_io
 from ..engine import check_unique_names, run_example, score_processed
 from ..memory import Conversation, ask_question, check_memory_system, ingest_conversation
 from ..errors import CtxBenchError
@@ -60,6 +61,8 @@ class Recorder:
         self._original = ref.load() if original is None else original
         self._start = time.perf_counter()
         self.rows: list[tuple[int, EvalRow]] = []
+        #: id(row) → {"response", "reference"} (clipped), shown by the reports
+        self.io: dict[int, dict[str, str] | None] = {}
         self._memory = memory
         self.score_field = self.spec.primary_field(ref.dataset)
         self.evaluators = self.spec.evaluators_for(ref.ds_pos)
@@ -72,7 +75,9 @@ class Recorder:
         """A fresh copy of the original example."""
         return self.ref.load()
 
-    def _add(self, row: EvalRow, sys_pos: int) -> None:
+    def _add(self, row: EvalRow, sys_pos: int, io: list[dict[str, str]] | None = None) -> None:
+        # The response and the reference, for the reports (not part of the row).
+        self.io[id(row)] = io[-1] if io else None
         if self.ref.trial:
             row.metadata["trial"] = self.ref.trial
         if any(r.system == row.system for _, r in self.rows):
@@ -109,17 +114,18 @@ class Recorder:
         else:
             name = getattr(system, "name", None) or str(system)
         elapsed = time.perf_counter() - self._start if latency is None else float(latency)
-        row, raised = score_processed(
-            self._original,
-            processed,
-            self.evaluators,
-            system=name,
-            latency=elapsed,
-            score_field=self.score_field,
-            text_fields=self.spec.text_fields,
-            tokenizer=self._tokenizer,
-        )
-        self._add(row, self._sys_pos(system, 0))
+        with keep_io() as io:
+            row, raised = score_processed(
+                self._original,
+                processed,
+                self.evaluators,
+                system=name,
+                latency=elapsed,
+                score_field=self.score_field,
+                text_fields=self.spec.text_fields,
+                tokenizer=self._tokenizer,
+            )
+        self._add(row, self._sys_pos(system, 0), io)
         if raised is not None:
             raise raised
         return row
@@ -144,16 +150,17 @@ class Recorder:
         first: BaseException | None = None
         out = []
         for i, s in enumerate(systems):
-            row, raised = run_example(
-                s,
-                self._original,
-                self.evaluators,
-                score_field=self.score_field,
-                text_fields=self.spec.text_fields,
-                tokenizer=self._tokenizer,
-                trial=self.ref.trial or 1,
-            )
-            self._add(row, self._sys_pos(s, i))
+            with keep_io() as io:
+                row, raised = run_example(
+                    s,
+                    self._original,
+                    self.evaluators,
+                    score_field=self.score_field,
+                    text_fields=self.spec.text_fields,
+                    tokenizer=self._tokenizer,
+                    trial=self.ref.trial or 1,
+                )
+            self._add(row, self._sys_pos(s, i), io)
             out.append(row)
             first = first or raised
         if first is not None:
@@ -175,10 +182,11 @@ class Recorder:
         out = []
         for i, s in enumerate(systems):
             failure, ingest_latency = memory.ingested(s, self.ref, conv)
-            row, raised = ask_question(
-                s, conv, self.ref.qa, self.evaluators, self._tokenizer, failure, ingest_latency
-            )
-            self._add(row, self._sys_pos(s, i))
+            with keep_io() as io:
+                row, raised = ask_question(
+                    s, conv, self.ref.qa, self.evaluators, self._tokenizer, failure, ingest_latency
+                )
+            self._add(row, self._sys_pos(s, i), io)
             out.append(row)
             first = first or raised
         if first is not None:

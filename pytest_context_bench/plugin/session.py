@@ -7,6 +7,7 @@ take the same path, with the controller being the only process.
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import warnings
@@ -17,11 +18,13 @@ import pytest
 
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
 from ..report.run import Record, SuiteInfo
+from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_verdicts
+from .._files import atomic_write_text
 from ..results import EvalRow, json_safe
 from .options import Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
-__all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX"]
+__all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX", "log_verdicts"]
 
 #: Starts the text of a collection error that is really a usage error found by an
 #: xdist worker (a bad marker argument): the controller recognises it by this.
@@ -72,6 +75,10 @@ class Controller:
         #: produced, a selection that keeps nothing), and lines that only inform.
         self.problems: list[str] = []
         self.notes: list[str] = []
+        self.verdicts: list[Verdict] = []
+        #: "HTML report: PATH" lines, and the views that could not be written
+        self.written: list[str] = []
+        self.view_errors: list[str] = []
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -96,6 +103,8 @@ class Controller:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if is_verdict(report.nodeid):
+            return  # our own verdicts, logged by finish()
         payload = read_payload(report)
         if payload is None:
             # Maybe a ctxbench item that failed before it could record (setup error,
@@ -119,6 +128,7 @@ class Controller:
                     order=tuple(int(x) for x in item["order"]),
                     status=str(item["status"]),
                     row=EvalRow.from_dict(item["row"]),
+                    io=item.get("io"),
                 )
             )
         # The terminal reporter keeps every report for the whole session: once the
@@ -194,6 +204,7 @@ class Controller:
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
         self._check_score_fields(session)
+        failed_to_compare = False
         if self.baseline is not None:
             from ..baseline import check_datasets, compare
             from ..errors import ConfigError
@@ -204,8 +215,8 @@ class Controller:
                 check_datasets(self.baseline, self.fingerprints())
             except ConfigError as exc:
                 self.baseline_error = f"baseline not compared: {exc}"
-                session.testsfailed += 1
                 self.baseline = None
+                failed_to_compare = True
         if self.baseline is not None:
             self.comparison = compare(
                 self.baseline,
@@ -233,18 +244,62 @@ class Controller:
             self.changed_examples += [
                 f"{label}: not in the baseline" for label in self.comparison.only_current
             ] + [f"{label}: in the baseline but not run" for label in self.comparison.only_baseline]
-        breached = (
-            bool(self.report.breaches)
-            or bool(self.comparison is not None and self.comparison.breaches)
-            or bool(self.unevaluated)
-            or bool(self.changed_examples)
+        self.verdicts = gate_verdicts(self.report.gates) + comparison_verdicts(
+            self.comparison,
+            self.unevaluated,
+            self.changed_examples,
+            self.baseline_error if failed_to_compare else None,
         )
-        if breached and self.gate_enforced:
-            # Too late to fail a test; the exit status comes from testsfailed
-            # (the pytest-cov pattern), so the normal closing line still prints.
-            session.testsfailed += 1
-        if self.settings.json_path is not None or self.settings.save_baseline is not None:
+        # Each check is a test report of its own: a breach counts in pytest's closing
+        # line and in --junitxml (and, through Session.testsfailed, in the exit status).
+        # They count as collected tests, so the progress column ends at 100%.
+        session.testscollected += len(self.verdicts)
+        log_verdicts(session.config, self.verdicts, enforced=self.gate_enforced)
+        if (
+            self.settings.json_path is not None
+            or self.settings.save_baseline is not None
+            or self.settings.markdown_path is not None
+            or self.settings.html_path is not None
+            or self._step_summary() is not None
+        ):
             self._write_json(session.config)
+
+    def _step_summary(self) -> Path | None:
+        """GitHub Actions' step summary file, unless --ctxbench-no-step-summary."""
+        path = os.environ.get("GITHUB_STEP_SUMMARY")
+        return Path(path) if path and self.settings.step_summary else None
+
+    def _write_views(self, doc: dict[str, Any]) -> None:
+        """The Markdown and HTML views of the JSON document (each written atomically;
+        the step summary is appended, as GitHub asks)."""
+        from ..report.markdown import render_markdown
+
+        markdown = None
+        if self.settings.markdown_path is not None or self._step_summary() is not None:
+            markdown = render_markdown(doc)
+        outputs: list[tuple[str, Path | None, Any]] = [
+            ("Markdown summary", self.settings.markdown_path, lambda: markdown),
+            ("HTML report", self.settings.html_path, lambda: _html(doc)),
+        ]
+        for what, path, render in outputs:
+            if path is None:
+                continue
+            try:
+                atomic_write_text(path, render())
+                self.written.append(f"{what}: {path}")
+            except OSError as exc:
+                message = f"could not write the {what} to {path}: {exc.strerror or exc}"
+                self.view_errors.append(message)
+                warnings.warn(CtxBenchWarning(message), stacklevel=1)
+        summary = self._step_summary()
+        if summary is not None and markdown is not None:
+            try:
+                with open(summary, "a", encoding="utf-8") as fh:
+                    fh.write(markdown + "\n")
+            except OSError as exc:
+                message = f"could not append to $GITHUB_STEP_SUMMARY ({summary}): {exc.strerror or exc}"
+                self.view_errors.append(message)
+                warnings.warn(CtxBenchWarning(message), stacklevel=1)
 
     def _write_json(self, config: pytest.Config) -> None:
         assert self.report is not None
@@ -297,8 +352,20 @@ class Controller:
                         for s in self.comparison.suites
                         for m in s.metrics
                     ],
+                    "suites": [
+                        {
+                            "suite": s.suite,
+                            "n_matched": s.n_matched,
+                            "flipped_to_fail": list(s.flipped_to_fail),
+                            "flipped_to_pass": list(s.flipped_to_pass),
+                            "new": list(s.new),
+                            "missing": list(s.missing),
+                        }
+                        for s in self.comparison.suites
+                    ],
                 }
             )
+        self._write_views(doc)
         if self.settings.json_path is not None:
             path: Path = self.settings.json_path
             try:
@@ -350,7 +417,11 @@ class Controller:
                     tr.write_line(f"  {line}")
                 if len(skipped) > 10:
                     tr.write_line(f"  ... and {len(skipped) - 10} more (see the JSON report)")
-        for text, markup in render_lines(self.report, gate_enforced=self.gate_enforced):
+        width = tr.config.get_terminal_writer().fullwidth
+        verbose = tr.config.get_verbosity()
+        for text, markup in render_lines(
+            self.report, gate_enforced=self.gate_enforced, width=width, verbose=verbose
+        ):
             tr.write_line(text, **markup)
         self._problem_lines(tr)
         if self.comparison is not None:
@@ -377,7 +448,54 @@ class Controller:
                 tr.write_line(self.json_error, red=True)
             else:
                 tr.write_line(f"JSON report: {self.settings.json_path}")
+        for line in self.written:
+            tr.write_line(line)
+        for line in self.view_errors:
+            tr.write_line(line, red=True)
         if self.baseline_error:
             tr.write_line(self.baseline_error, red=True)
         elif self.settings.save_baseline is not None:
             tr.write_line(f"baseline saved: {self.settings.save_baseline}")
+
+
+def log_verdicts(config: pytest.Config, verdicts: list[Verdict], *, enforced: bool) -> None:
+    """Log each verdict as a test of its own (setup, call, teardown reports).
+
+    Called on the controller once every item ran. The reports go through the same
+    hooks as real tests' (xdist replays the workers' reports through them too), so
+    the terminal reporter counts them, ``--junitxml`` writes a ``<testcase>`` with
+    the verdict's properties, and ``Session.testsfailed`` (hence the exit status 1)
+    counts a breach. A breach that is not enforced (``--ctxbench-no-gate``) is a
+    skipped test saying so.
+    """
+    hook = config.hook
+    for v in verdicts:
+        location = ("ctxbench", None, v.name)
+        hook.pytest_runtest_logstart(nodeid=v.nodeid, location=location)
+        for when in ("setup", "call", "teardown"):
+            outcome = "passed"
+            longrepr: Any = None
+            if when == "call" and not v.passed:
+                if enforced:
+                    outcome, longrepr = "failed", f"gate breached: {v.message}"
+                else:
+                    outcome = "skipped"
+                    longrepr = ("ctxbench", 0, f"Skipped: not enforced (--ctxbench-no-gate): {v.message}")
+            report = pytest.TestReport(
+                nodeid=v.nodeid,
+                location=location,
+                keywords={"ctxbench": 1},
+                outcome=outcome,  # type: ignore[arg-type]
+                longrepr=longrepr,
+                when=when,
+                duration=0.0,
+                user_properties=list(v.properties) if when == "teardown" else [],
+            )
+            hook.pytest_runtest_logreport(report=report)
+        hook.pytest_runtest_logfinish(nodeid=v.nodeid, location=location)
+
+
+def _html(doc: dict[str, Any]) -> str:
+    from ..report.html import render_html
+
+    return render_html(doc)

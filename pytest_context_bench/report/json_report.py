@@ -12,7 +12,7 @@ Shape (validated by ``report.schema.json``, shipped with the package)::
       "gates": [{suite, gate, metric, op, limit, value, passed}],
       "gates_enforced": true,
       "lost": [nodeid, ...],                    # examples that produced no row
-      "rows": [EvalRow.to_dict() + {"suite", "status"}, ...]
+      "rows": [EvalRow.to_dict() + {"suite", "status", "response", "reference"}, ...]
     }
 
 Non-finite numbers (``cost_of_pass`` with no passing example is infinite) are the
@@ -51,6 +51,9 @@ def to_json_dict(
         d = rec.row.to_dict()
         d["suite"] = rec.suite
         d["status"] = rec.status
+        if rec.io:
+            d["response"] = rec.io.get("response", "")
+            d["reference"] = rec.io.get("reference", "")
         rows.append(d)
     doc = {
         "schema_version": SCHEMA_VERSION,

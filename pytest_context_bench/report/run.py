@@ -61,6 +61,8 @@ class Record:
     order: tuple[int, ...]
     status: str
     row: EvalRow
+    #: ``{"response", "reference"}`` (clipped) when the plugin kept them, else None
+    io: dict[str, str] | None = None
 
 
 @dataclass

@@ -13,24 +13,153 @@ from tabulate import tabulate
 
 from .run import RunReport
 
-__all__ = ["render_lines", "fmt_value"]
+__all__ = ["render_lines", "fmt_value", "fit_table", "example_lines", "example_reason", "COLUMNS"]
 
-# (summary key, column header, kind)
-_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("num_examples", "n", "int"),
+# (summary key, column header, kind): headers a newcomer can read without the docs.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("num_examples", "examples", "int"),
     ("mean_score", "mean score", "score"),
     ("pass_rate", "pass rate", "score"),
-    ("error_rate", "errors", "score"),
+    ("error_rate", "error rate", "score"),
     ("compression_ratio", "compression", "score"),
-    ("mean_input_tokens", "in tok", "tokens"),
-    ("mean_output_tokens", "out tok", "tokens"),
-    ("cost_of_pass", "cost/pass", "tokens"),
-    ("latency_mean", "lat mean", "seconds"),
-    ("latency_median", "lat p50", "seconds"),
-    ("latency_p95", "lat p95", "seconds"),
-    ("latency_p99", "lat p99", "seconds"),
-    ("pareto_rank", "pareto", "int"),
+    ("mean_input_tokens", "input tokens", "tokens"),
+    ("mean_output_tokens", "output tokens", "tokens"),
+    ("cost_of_pass", "tokens per pass", "tokens"),
+    ("latency_mean", "latency mean", "seconds"),
+    ("latency_median", "latency p50", "seconds"),
+    ("latency_p95", "latency p95", "seconds"),
+    ("latency_p99", "latency p99", "seconds"),
+    ("pareto_rank", "pareto rank", "int"),
 )
+_COLUMNS = COLUMNS
+
+#: Examples named per status in the terminal without -v (pytest's short summary
+#: habit); -v names them all.
+EXAMPLES_SHOWN = 10
+
+
+#: A table split into more blocks than this is stacked instead.
+_MAX_BLOCKS = 4
+
+
+def _stacked(headers: list[str], rows: list[list[str]]) -> list[str]:
+    out: list[str] = []
+    for r in rows:
+        out.append(r[0])
+        out.extend(f"  {headers[i]}: {r[i]}" for i in range(1, len(headers)) if r[i])
+    return out
+
+
+def _render(headers: list[str], rows: list[list[str]], cols: list[int]) -> list[str]:
+    return tabulate(
+        [[r[i] for i in cols] for r in rows],
+        headers=[headers[i] for i in cols],
+        tablefmt="simple",
+        disable_numparse=True,
+    ).splitlines()
+
+
+def _wide(lines: list[str]) -> int:
+    return max((len(line) for line in lines), default=0)
+
+
+def fit_table(headers: list[str], rows: list[list[str]], width: int | None) -> list[str]:
+    """A table that fits ``width`` columns: whole when it fits, else split into
+    blocks of columns (each repeating the first column), else stacked (one block of
+    ``header: value`` lines per row) when even one column beside the first does not
+    fit or the split needs more than four blocks.
+    """
+    everything = list(range(len(headers)))
+    full = _render(headers, rows, everything)
+    if width is None or _wide(full) <= width:
+        return full
+    blocks: list[list[str]] = []
+    current: list[int] = []
+    current_lines: list[str] = []
+    for i in everything[1:]:
+        trial = _render(headers, rows, [0, *current, i])
+        if _wide(trial) <= width:
+            current, current_lines = [*current, i], trial
+            continue
+        if not current:
+            return _stacked(headers, rows)  # one column beside the first is too wide
+        blocks.append(current_lines)
+        current = [i]
+        current_lines = _render(headers, rows, [0, i])
+        if _wide(current_lines) > width:
+            return _stacked(headers, rows)
+    blocks.append(current_lines)
+    if len(blocks) > _MAX_BLOCKS:
+        # Very narrow: blocks of one or two columns read worse than a list.
+        return _stacked(headers, rows)
+    out: list[str] = []
+    for n, lines in enumerate(blocks):
+        if n:
+            out.append("")
+        out.extend(lines)
+    return out
+
+
+def _one_line(text: str, width: int | None) -> str:
+    indent = text[: len(text) - len(text.lstrip(" "))]
+    text = indent + " ".join(str(text).split())
+    if width is not None and len(text) > width:
+        return text[: max(width - 1, 1)] + "…"
+    return text
+
+
+def _quote(text: str | None, n: int = 40) -> str:
+    text = " ".join((text or "").split())
+    return repr(text if len(text) <= n else text[: n - 1] + "…")
+
+
+def example_reason(rec: Any, threshold: float) -> str:
+    """Why an example is below its threshold or in error, in one line."""
+    row = rec.row
+    if row.error is not None:
+        where = row.error.get("where", "")
+        text = f"{row.error.get('type', 'Error')}: {row.error.get('message', '')}"
+        return text + (f" (in {where})" if where else "")
+    field = row.metadata.get("score_field") or "score"
+    value = row.scores.get(field)
+    parts = [f"{field} = {value:.3g} < {threshold:g}" if value is not None else f"no {field} score"]
+    for name, details in row.metadata.items():
+        # An evaluator's explanation (CodeExecution: the sandbox's reason).
+        if isinstance(details, dict) and details.get("reason"):
+            why = f"{name}: {details['reason']}"
+            if details.get("message"):
+                why += f" ({details['message']})"
+            parts.append(why)
+    if rec.io:
+        parts.append(f"response {_quote(rec.io.get('response'))}, expected {_quote(rec.io.get('reference'))}")
+    return "; ".join(parts)
+
+
+def example_lines(report: RunReport, *, width: int | None = None, verbose: int = 0) -> list[tuple[str, dict[str, Any]]]:
+    """The examples below threshold or in error, one line each with the reason:
+    the first :data:`EXAMPLES_SHOWN` per status, then ``and N more``; all with
+    ``verbose``."""
+    thresholds = {s["label"]: float(s["threshold"]) for s in report.suites}
+    # Name only what tells examples apart: the suite and the dataset when several.
+    several_suites = len(report.summary) > 1
+    several_datasets = len({r.row.dataset for r in report.records}) > 1
+    lines: list[tuple[str, dict[str, Any]]] = []
+    for status, word, markup in (("error", "ERROR", {"red": True}), ("below", "BELOW", {"yellow": True})):
+        recs = [r for r in report.records if r.status == status]
+        if not recs:
+            continue
+        what = "in error" if status == "error" else "below threshold"
+        lines.append((f"examples {what} ({len(recs)}):", {"bold": True}))
+        shown = recs if verbose > 0 else recs[:EXAMPLES_SHOWN]
+        for rec in shown:
+            name = f"{rec.row.dataset}/{rec.row.example_id}" if several_datasets else rec.row.example_id
+            if several_suites:
+                name = f"{rec.suite}: {name}"
+            reason = example_reason(rec, thresholds.get(rec.suite, 0.7))
+            lines.append((_one_line(f"  {word} {name}: {reason}", width), markup))
+        if len(shown) < len(recs):
+            lines.append((f"  ... and {len(recs) - len(shown)} more (-v lists them all; the JSON report has every row)", {}))
+    return lines
 
 
 def fmt_value(value: float | None, kind: str = "score") -> str:
@@ -54,7 +183,20 @@ def fmt_value(value: float | None, kind: str = "score") -> str:
 _FLAKY_SHOWN = 10
 
 
-def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple[str, dict[str, Any]]]:
+def render_lines(
+    report: RunReport,
+    *,
+    gate_enforced: bool = True,
+    width: int | None = None,
+    verbose: int = 0,
+) -> list[tuple[str, dict[str, Any]]]:
+    """The terminal section as ``(text, markup)`` lines.
+
+    :param width: the terminal's width: tables wider than this are split into
+        blocks of columns, or stacked (see :func:`fit_table`); ``None``: no limit.
+    :param verbose: pytest's verbosity; above 0 every example below threshold or in
+        error is named, else the first :data:`EXAMPLES_SHOWN` of each.
+    """
     lines: list[tuple[str, dict[str, Any]]] = []
     if not report.summary:
         lines.append(("no example was scored", {"yellow" if not report.gates else "red": True}))
@@ -74,7 +216,7 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
     headers = ["suite"] + [
         f"{h} [95% CI]" if key in ("mean_score", "pass_rate") else h for key, h, _ in present
     ]
-    for text in tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True).splitlines():
+    for text in fit_table(headers, table, width):
         lines.append((text, {}))
 
     ds_keys = sorted({k for s in labels for k in report.summary[s] if k.startswith("dataset:")})
@@ -86,7 +228,7 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
             for label in labels
         ]
         ds_headers = ["suite"] + [k.split(":", 1)[1] for k in ds_keys]
-        for text in tabulate(ds_table, headers=ds_headers, tablefmt="simple", disable_numparse=True).splitlines():
+        for text in fit_table(ds_headers, ds_table, width):
             lines.append((text, {}))
 
     if report.repeats:
@@ -101,8 +243,7 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
                 fmt_value(rep.get("pass_hat_k")), str(len(rep.get("flaky", []))),
             ])
         rep_headers = ["suite", "k", "examples", "pass@1", "pass@k", "pass^k", "flaky"]
-        for text in tabulate(rep_table, headers=rep_headers, tablefmt="simple",
-                             disable_numparse=True).splitlines():
+        for text in fit_table(rep_headers, rep_table, width):
             lines.append((text, {}))
         for label, rep in report.repeats.items():
             flaky = rep.get("flaky", [])
@@ -119,11 +260,16 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
         what = f"score field {field}" if field else "each dataset's primary score"
         scope = "" if len(rules) == 1 else f" ({', '.join(suites)})"
         lines.append((f"pass{scope} = {what} >= {threshold:g}", {}))
-    lines.append(("cost/pass = output tokens per passing example", {}))
+    lines.append(("tokens per pass = output tokens per passing example (cost of pass)", {}))
+    lines.append(("input/output tokens = mean per example", {}))
     counts = report.status_counts
     if counts.get("below") or counts.get("error") or counts.get("unscored"):
         parts = [f"{counts[k]} {w}" for k, w in (("below", "below threshold"), ("error", "errored"), ("unscored", "not scored")) if counts.get(k)]
         lines.append(("examples: " + ", ".join(parts), {"yellow": True}))
+    examples = example_lines(report, width=width, verbose=verbose)
+    if examples:
+        lines.append(("", {}))
+        lines.extend(examples)
     _lost_lines(report, lines)
     _gate_lines(report, lines, gate_enforced)
     return lines
