@@ -33,6 +33,7 @@ from .collection import (
     spec_from_settings,
 )
 from .options import DATASET, LIST_DATASETS, SYSTEM, TOKENIZER, Settings, addoptions
+from .outputs import check_outputs, input_files
 from .recording import MemoryCache, Recorder, row_status
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
@@ -159,10 +160,11 @@ def pytest_configure(config: pytest.Config) -> None:
             settings.task,
         )
         state.cli_spec = spec_from_settings(settings, datasets)
-    if settings.json_path is not None and not is_worker(config):
-        parent = settings.json_path.parent
-        if parent.exists() and not parent.is_dir():
-            raise pytest.UsageError(f"--ctxbench-json: {parent} is not a directory")
+    if not is_worker(config):
+        # Before any example runs: no output onto an input or another output, and
+        # every output's directory writable.
+        cli_datasets = state.cli_spec.datasets if state.cli_spec is not None else ()
+        check_outputs(settings, input_files(settings, cli_datasets))
     if settings.baseline is not None and not is_worker(config):
         # Read (and checked against the datasets) before any example runs.
         from ..baseline import check_datasets, load_baseline
@@ -295,6 +297,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         try:
             spec = spec_from_marker(marker, metafunc.definition, state.settings, state.cache)
+            # A marked test's dataset files are known only now.
+            check_outputs(
+                state.settings,
+                input_files(state.settings, spec.datasets, f"the dataset of {nodeid}"),
+                writable=False,
+            )
         except pytest.UsageError as exc:
             _defer(metafunc.config, state, str(exc))
             return

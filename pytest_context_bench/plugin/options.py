@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-__all__ = ["OPTIONS", "Settings", "addoptions", "Option"]
+__all__ = ["OPTIONS", "OUTPUT_OPTIONS", "Settings", "addoptions", "Option"]
 
 
 @dataclass(frozen=True)
@@ -268,6 +268,13 @@ OPTIONS: tuple[Option, ...] = (
     CODE_NETWORK,
 )
 
+#: Options naming a file the run writes. Every one is checked before the first
+#: example runs (plugin/outputs.py): it may not resolve to an input (a dataset file, the
+#: baseline, a file of the data directory, the tokenizer file) nor to another output,
+#: and its directory must be writable. A new output option is added here, and read
+#: from ``Settings.outputs`` (option dest -> absolute path).
+OUTPUT_OPTIONS: list[Option] = [JSON, SAVE_BASELINE]
+
 #: gate name → its option
 GATE_OPTIONS = {
     "min_pass_rate": MIN_PASS_RATE,
@@ -380,6 +387,8 @@ class Settings:
     skip_bad_records: bool = False
     list_datasets: bool = False
     require_same_examples: bool = False
+    #: option dest -> absolute (not resolved) path, for each OUTPUT_OPTIONS given
+    outputs: dict[str, Path] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -471,6 +480,9 @@ class Settings:
             p = Path(str(raw))
             return p if p.is_absolute() else (invdir if from_cli else inidir) / p
 
+        outputs = {
+            opt.dest: path for opt in OUTPUT_OPTIONS if (path := path_of(opt)) is not None
+        }
         save_baseline = path_of(SAVE_BASELINE)
         baseline = path_of(BASELINE)
         drops_raw, drops_cli = get(MAX_DROP)
@@ -602,6 +614,7 @@ class Settings:
             skip_bad_records=bool(get(SKIP_BAD_RECORDS)[0]),
             list_datasets=bool(get(LIST_DATASETS)[0]),
             require_same_examples=bool(get(REQUIRE_SAME_EXAMPLES)[0]),
+            outputs=outputs,
         )
 
     def selection(self) -> Any:

@@ -179,6 +179,10 @@ class Controller:
             session.testsfailed += 1
         if self.settings.json_path is not None or self.settings.save_baseline is not None:
             self._write_json(session.config)
+            if self.json_error or self.baseline_error:
+                # An output that was asked for and not written fails the run (the
+                # table and the reason still print).
+                session.testsfailed += 1
 
     def _write_json(self, config: pytest.Config) -> None:
         assert self.report is not None
@@ -240,7 +244,6 @@ class Controller:
             except OSError as exc:
                 # Nothing computed is lost: the table still prints, the error is named.
                 self.json_error = f"could not write the JSON report to {path}: {exc.strerror or exc}"
-                warnings.warn(CtxBenchWarning(self.json_error), stacklevel=1)
         if self.settings.save_baseline is not None:
             from ..baseline import git_commit, write_baseline
 
@@ -256,7 +259,6 @@ class Controller:
                     f"could not write the baseline to {self.settings.save_baseline}:"
                     f" {exc.strerror or exc}"
                 )
-                warnings.warn(CtxBenchWarning(self.baseline_error), stacklevel=1)
 
     def terminal_summary(self, terminalreporter: Any) -> None:
         if self.report is None:
