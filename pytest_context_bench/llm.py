@@ -37,6 +37,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from .errors import LLMError
+from .urls import safe_url
 
 __all__ = ["ChatResult", "LLMClient", "LLMError", "display_url", "normalize_base_url"]
 
@@ -89,23 +90,12 @@ def normalize_base_url(base_url: str) -> str:
 
 
 def display_url(url: str) -> str:
-    """``url`` without user info and query string, safe to print.
+    """``url`` without user info, query string and fragment, safe to print
+    (:func:`pytest_context_bench.urls.safe_url`, query dropped).
 
     :param url: any URL.
     """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = f"{host}:{port}" if port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return safe_url(url).split("?", 1)[0]
 
 
 def _parse_retry_after(value: str | None, now: float | None = None) -> float | None:

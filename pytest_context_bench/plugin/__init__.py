@@ -21,6 +21,7 @@ from ..engine import check_unique_names
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
+from ..urls import redact_urls
 from .collection import (
     MARKER,
     CliCase,
@@ -373,6 +374,13 @@ def ctxbench_system(request: pytest.FixtureRequest) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.longrepr is not None and item.get_closest_marker(MARKER) is not None:
+        # What pytest prints (and JUnit keeps) of a System's error: no credentials in
+        # its URLs, as in the row.
+        text = str(report.longrepr)
+        safe = redact_urls(text)
+        if safe != text:
+            report.longrepr = safe
     if call.when == "call":
         recorder = item.stash.get(RECORDER_KEY, None)
         if recorder is not None:

@@ -18,6 +18,7 @@ import pytest
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
 from ..report.run import Record, SuiteInfo
 from ..results import EvalRow, json_safe
+from ..urls import redact_urls
 from .options import Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
@@ -193,7 +194,8 @@ class Controller:
             "platform": sys.platform,
             "pytest": pytest.__version__,
             "xdist_workers": workers if isinstance(workers, int) else 0,
-            "invocation": list(config.invocation_params.args),
+            # No credentials of a --ctxbench-proxy/--ctxbench-judge-url URL.
+            "invocation": [redact_urls(str(a)) for a in config.invocation_params.args],
             "datasets": self._datasets_info() if self._datasets_info else [],
             "options": {
                 "datasets": list(self.settings.datasets),
