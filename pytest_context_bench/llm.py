@@ -265,7 +265,14 @@ class LLMClient:
                 attempts=attempts,
             ) from None
         if content is None:
-            content = ""  # a tool call or a refusal: no text
+            # A refusal, a tool call or nothing: no text to score (docs/llm.md).
+            raise LLMError(
+                f"POST {shown} returned no text (choices[0].message.content is null):"
+                f" {self._no_content_reason(choice)}",
+                url=shown,
+                status=200,
+                attempts=attempts,
+            )
         if not isinstance(content, str):
             raise LLMError(
                 f"POST {shown} returned a {type(content).__name__} as"
@@ -282,6 +289,33 @@ class LLMClient:
                 if isinstance(value, int) and not isinstance(value, bool):
                     usage[name] = value
         return ChatResult(text=self._scrub(content), usage=usage, raw=self._scrub(data))
+
+    def _no_content_reason(self, choice: Any) -> str:
+        """Why a 200 reply's message has ``content: null``, for the error message."""
+        message = choice.get("message") if isinstance(choice, dict) else None
+        message = message if isinstance(message, dict) else {}
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            return f"the model refused: {self._snippet(refusal)!r}"
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            names = [
+                str(c.get("function", {}).get("name", "?")) if isinstance(c, dict) else "?"
+                for c in calls
+            ]
+            return (
+                f"the model called tool(s) {', '.join(names)} instead of answering;"
+                " a System that uses tools must handle them itself"
+            )
+        function = message.get("function_call")
+        if isinstance(function, dict):
+            return (
+                f"the model called function {function.get('name', '?')!s} instead of"
+                " answering"
+            )
+        reason = f" (finish_reason {finish!r})" if finish else ""
+        return f"the reply is empty{reason}"
 
     def embeddings(self, texts: Sequence[str], model: str) -> list[list[float]]:
         """Embed ``texts`` in one request.

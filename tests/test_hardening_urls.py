@@ -78,7 +78,9 @@ def test_reports_baselines_rows_and_output_carry_no_credentials(
     with FakeLLM() as llm:
         base = llm.base_url
         proxy = llm.base_url.replace("http://", f"http://user:{SECRET}@")
-        result = project.runpytest(
+        # In a subprocess: an inline run would import httpx parts inside pytester's
+        # sys.modules snapshot (see test_plugin_llm.py).
+        result = project.runpytest_subprocess(
             "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=leaky:leaky",
             f"--ctxbench-proxy={proxy}", "--ctxbench-proxy-name=p",
             "--ctxbench-limit=1", "--ctxbench-json=r.json", "--ctxbench-save-baseline=b.json",

@@ -135,7 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
             from ..systems import OpenAIProxy
 
             systems += [
-                OpenAIProxy(url, model=settings.model, name=name)
+                OpenAIProxy(url, model=settings.model, name=name, **settings.proxy_options)
                 for url, name in settings.proxies
             ]
         if systems:

@@ -152,6 +152,32 @@ JUDGE_URL = _opt(
     "URL",
 )
 JUDGE_MODEL = _opt("judge-model", "str", "Model of the judge. Default: gpt-4", "MODEL")
+PROXY_TIMEOUT = _opt(
+    "proxy-timeout",
+    "float",
+    "Seconds each HTTP attempt of a --ctxbench-proxy may take (connect, read, write)."
+    " Default: 30",
+    "SECONDS",
+)
+PROXY_RETRIES = _opt(
+    "proxy-retries",
+    "int",
+    "Retries of a --ctxbench-proxy request after the first attempt (timeouts, dropped"
+    " connections, 429 and 5xx); 0 for none. Default: 3",
+    "N",
+)
+JUDGE_TIMEOUT = _opt(
+    "judge-timeout",
+    "float",
+    "Seconds each HTTP attempt of the --ctxbench-judge-url judge may take. Default: 60",
+    "SECONDS",
+)
+JUDGE_RETRIES = _opt(
+    "judge-retries",
+    "int",
+    "Retries of a judge request after the first attempt; 0 for none. Default: 3",
+    "N",
+)
 TASK = _opt(
     "task",
     "str",
@@ -253,6 +279,10 @@ OPTIONS: tuple[Option, ...] = (
     MODEL,
     JUDGE_URL,
     JUDGE_MODEL,
+    PROXY_TIMEOUT,
+    PROXY_RETRIES,
+    JUDGE_TIMEOUT,
+    JUDGE_RETRIES,
     TASK,
     DATA_DIR,
     SAMPLE,
@@ -377,6 +407,8 @@ class Settings:
     max_drops: dict[str, Any] = field(default_factory=dict)
     confidence: float = 0.95
     model: str = "gpt-3.5-turbo"
+    #: OpenAIProxy keyword arguments from the proxy-* options (timeout, max_retries)
+    proxy_options: dict[str, Any] = field(default_factory=dict)
     #: evaluator name -> constructor keyword arguments (from the code-* options)
     evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     sample: int | None = None
@@ -554,6 +586,25 @@ class Settings:
             raise pytest.UsageError(
                 f"{JUDGE_URL.where(judge_cli)} must be an http(s) URL, given: {judge_url!r}"
             )
+        proxy_options: dict[str, Any] = {}
+        judge_client: dict[str, Any] = {}
+        for opt, key, needs, target, present in (
+            (PROXY_TIMEOUT, "timeout", PROXY, proxy_options, bool(urls)),
+            (PROXY_RETRIES, "max_retries", PROXY, proxy_options, bool(urls)),
+            (JUDGE_TIMEOUT, "timeout", JUDGE_URL, judge_client, bool(judge_url)),
+            (JUDGE_RETRIES, "max_retries", JUDGE_URL, judge_client, bool(judge_url)),
+        ):
+            raw, from_cli = get(opt)
+            if raw is None:
+                continue
+            if not present:
+                raise pytest.UsageError(
+                    f"{opt.where(from_cli)} needs {needs.flag} (the endpoint it applies to)"
+                )
+            if key == "timeout":
+                target[key] = parse_float(raw, opt.where(from_cli), lo=0.0, open_lo=True)
+            else:
+                target[key] = _parse_int(str(raw), opt.where(from_cli), 0)
         task_raw, task_cli = get(TASK)
         task = _check_family(task_raw, TASK.where(task_cli)) if task_raw else None
         code: dict[str, Any] = {}
@@ -562,6 +613,7 @@ class Settings:
             evaluator_options["judge"] = {
                 "base_url": str(judge_url).strip(),
                 "model": str(judge_model or "gpt-4").strip(),
+                **judge_client,
             }
         raw, from_cli = get(CODE_TIMEOUT)
         if raw is not None:
@@ -605,6 +657,7 @@ class Settings:
             max_drops=max_drops,
             confidence=confidence,
             model=str(model_raw or "gpt-3.5-turbo").strip(),
+            proxy_options=proxy_options,
             text_fields=text_fields,
             sample=sample,
             seed=0 if seed is None else seed,
