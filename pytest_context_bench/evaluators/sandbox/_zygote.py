@@ -734,6 +734,7 @@ def verdict(status: int, timed_out: bool, duration: float, verdicts: list[str],
             "ASSERT": "assertion",
             "MEMORY": "memory",
             "EXIT": "exited_early",
+            "REFUSED": "untrusted_return",
             "SETUP": "sandbox_error",
         }.get(kind, "exception")
         return result
@@ -862,10 +863,20 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
     """Run solution, tests and the check call; report through the secret channel.
 
     Everything the harness uses after the program started was bound before it: the
-    program may replace ``print``, ``sys.stdout``, ``os.write``, ``builtins`` or
-    ``check`` without changing what is reported.
+    program may replace ``print``, ``sys.stdout``, ``os.write``, ``builtins``,
+    ``json`` or ``check`` without changing what is reported. The ``builtins``
+    module is restored to its pristine state before the tests run and again before
+    each report, so the standard library the tests and the harness call works as
+    documented whatever the program did to it.
+
+    The values the tests receive from the program's functions (the entry point and
+    the names in ``keep``) must be of exact builtin types, recursively (see
+    :func:`make_guard`): an object whose ``__eq__`` always returns True, or an
+    ``int``/``str``/``list`` subclass overriding it, cannot pass an ``assert
+    candidate(x) == y``. A refused value fails the run with ``REFUSED`` even if the
+    tests catch the exception it raises.
     """
-    write, exit_now, dumps = os.write, os._exit, json.dumps
+    write, exit_now = os.write, os._exit
     settrace, setprofile = sys.settrace, sys.setprofile
     set_recursion = sys.setrecursionlimit
     recursion = sys.getrecursionlimit()
@@ -880,14 +891,29 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
     ModuleType = type(sys)
 
     streams = (sys.stdout, sys.stderr)
+    real_builtins = builtins.__dict__
+    restore_clear, restore_update = real_builtins.clear, real_builtins.update
+    pristine_copy = dict_(pristine)
+    encode = make_encoder()
+    refused: list[str] = []
+    guard, Refused = make_guard(refused)
+    FunctionType_ = type_(make_guard)
+
+    def restore_builtins() -> None:
+        try:
+            restore_clear()
+            restore_update(pristine_copy)
+        except BaseException_:
+            pass
 
     def report(kind: str, **body: Any) -> None:
+        restore_builtins()
         for stream in streams:  # the program's output, for the diagnostics
             try:
                 stream.flush()
             except BaseException_:
                 pass
-        line = f"{secret} {kind} {dumps(body)}\n".encode("utf-8", "replace")
+        line = f"{secret} {kind} {encode(body)}\n".encode("utf-8", "replace")
         try:
             while line:
                 line = line[write(REPORT_FD, line):]
@@ -915,6 +941,9 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
         return body
 
     def failed(exc: BaseException, stage: str) -> NoReturn:
+        if refused:
+            report("REFUSED", stage="test", exception="UntrustedReturn", message=refused[0])
+            exit_now(1)
         body = describe(exc, stage)
         if isinstance_(exc, SystemExit_):
             code = getattr_(exc, "code", None)
@@ -958,6 +987,7 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
 
     # The tests run with what the program cannot have tampered with: no trace or
     # profile hook, the recursion limit, the modules and the builtins as they were.
+    restore_builtins()
     try:
         settrace(None)
         setprofile(None)
@@ -972,6 +1002,10 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
     for name in list_(tests):
         if name in pristine and name not in keep and tests[name] is not pristine[name]:
             del tests[name]  # e.g. a global ``abs`` that always returns 0
+    # What the tests call of the program returns only values of exact builtin types.
+    for name in keep:
+        if name in tests and type_(tests[name]) is FunctionType_:
+            tests[name] = guard(tests[name], name)
     tests["__builtins__"] = dict_(pristine)
     tests["__file__"] = "test.py"
     tests["__name__"] = "test"
@@ -983,11 +1017,125 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
             if argument not in namespace:
                 raise NameError_(f"name {argument!r} is not defined: the solution does "
                                 f"not define the entry point {argument!r}")
-            tests[function](namespace[argument])
+            tests[function](guard(namespace[argument], argument))
     except BaseException_ as exc:
         failed(exc, "test")
+    if refused:  # the tests caught the refusal: it still fails the run
+        report("REFUSED", stage="test", exception="UntrustedReturn", message=refused[0])
+        exit_now(1)
     report("PASS")
     exit_now(0)
+
+
+#: The types a value the tests receive from the program may be made of. Their
+#: comparisons are the interpreter's own: the program cannot change them.
+EXACT_TYPES = frozenset({
+    type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set,
+    frozenset, range, type(Ellipsis),
+})
+
+
+def make_guard(refused: list[str]) -> tuple[Callable[[Any, str], Any], type]:
+    """``guard(function, name)``: ``function`` whose return values are checked to be
+    made only of :data:`EXACT_TYPES` (containers walked without recursion, cycles
+    allowed). A refused value is recorded in ``refused`` and raises ``Refused`` (a
+    ``BaseException``, so ``except Exception`` in the tests does not hide it).
+    Everything used here is bound now, before the program runs."""
+    type_, id_, set_, issubclass_ = type, id, set, issubclass
+    BaseException_ = BaseException
+    dict_values, dict_keys = dict.values, dict.keys
+    append, pop, add = list.append, list.pop, set.add
+    # Compared by identity: a metaclass may override __eq__ and __hash__.
+    exact = frozenset(id(t) for t in EXACT_TYPES)
+    containers = frozenset(id(t) for t in (list, tuple, set, frozenset))
+    dict_id = id(dict)
+    bases = tuple((t, t.__name__) for t in (bool, int, float, complex, str, bytes,
+                                            list, tuple, dict, set, frozenset))
+    name_of = type.__dict__["__qualname__"].__get__
+    module_of = type.__dict__["__module__"].__get__
+
+    class Refused(BaseException):
+        pass
+
+    def problem(value: Any) -> str | None:
+        seen = set_()
+        stack = [value]
+        while stack:
+            item = pop(stack)
+            kind = type_(item)
+            kind_id = id_(kind)
+            if kind_id not in exact:
+                try:
+                    where = f"{module_of(kind)}.{name_of(kind)}"
+                except BaseException_:
+                    where = "?"
+                what = "not a builtin type"
+                for base, base_name in bases:
+                    try:
+                        if issubclass_(kind, base):
+                            what = f"a subclass of {base_name}"
+                            break
+                    except BaseException_:
+                        break
+                return f"an object of type {where} ({what})"
+            if kind_id in containers or kind_id == dict_id:
+                if id_(item) in seen:
+                    continue
+                add(seen, id_(item))
+                if kind_id == dict_id:
+                    for key in dict_keys(item):
+                        append(stack, key)
+                    for child in dict_values(item):
+                        append(stack, child)
+                else:
+                    for child in item:
+                        append(stack, child)
+        return None
+
+    def guard(function: Any, name: str) -> Any:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            value = function(*args, **kwargs)
+            found = problem(value)
+            if found is not None:
+                message = (f"{name}() returned {found}; the tests compare only values"
+                           " of exact builtin types (int, float, str, list, dict...)")
+                if not refused:
+                    append(refused, message)
+                raise Refused(message)
+            return value
+
+        return guarded
+
+    return guard, Refused
+
+
+def make_encoder() -> Callable[[dict[str, Any]], str]:
+    """A JSON encoder for the harness's reports (flat objects of str, int, None),
+    bound now: the program may replace ``json`` and its internals."""
+    type_, str_, int_repr = type, str, int.__repr__
+    translate, join = str.translate, str.join
+    table = {i: f"\\u{i:04x}" for i in range(32)}
+    table.update({ord('"'): '\\"', ord("\\"): "\\\\"})
+
+    def text(value: str) -> str:
+        return '"' + translate(value, table) + '"'
+
+    def encode(body: dict[str, Any]) -> str:
+        parts = []
+        for key, value in body.items():
+            kind = type_(value)
+            if value is None:
+                out = "null"
+            elif kind is bool:
+                out = "true" if value else "false"
+            elif kind is int:
+                out = int_repr(value)
+            else:
+                out = text(value if kind is str_ else "<?>")
+            parts.append(text(key) + ":" + out)
+        return "{" + join(",", parts) + "}"
+
+    return encode
 
 
 # ------------------------------------------------------------------ main
