@@ -1058,7 +1058,7 @@ def make_guard(refused: list[str]) -> tuple[Callable[[Any, str], Any], type]:
         pass
 
     def problem(value: Any) -> str | None:
-        seen = set_()
+        seen: set[int] = set_()
         stack = [value]
         while stack:
             item = pop(stack)
