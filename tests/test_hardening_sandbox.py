@@ -154,3 +154,90 @@ def test_replaced_json_does_not_break_the_reports(ev: CodeExecution) -> None:
     response = "    return 0\nimport json\njson.dumps = None\njson.encoder.JSONEncoder.encode = None\n"
     value, details = _score(ev, PROBLEM, response)
     assert (value, details["reason"]) == (0.0, "assertion"), details
+
+
+# Ways to fake a pass from inside the process that runs the tests: each one reached
+# the per-run secret, or the harness's own reporting, before. (ADD's tests fail for
+# "return 0", so a pass can only be faked.)
+ADD = {
+    "context": "def add(a, b):\n",
+    "test": "def check(c):\n    assert c(1, 2) == 3\n",
+    "entry_point": "add",
+}
+FORGE_PASS = {
+    "steal_the_secret_from_a_frame": (
+        "    return 0\nimport os, sys\nf = sys._getframe(0)\nfound = []\n"
+        "while f is not None:\n"
+        "    for v in list(f.f_locals.values()):\n"
+        "        if isinstance(v, str) and len(v) == 32:\n            found.append(v)\n"
+        "        if isinstance(v, list):\n"
+        "            found += [x for x in v if isinstance(x, str) and len(x) == 32]\n"
+        "    f = f.f_back\n"
+        "for s in found:\n    os.write(3, (s + ' PASS {}\\n').encode())\n"
+        "os._exit(0)\n"
+    ),
+    "call_the_harness_report": (
+        "    return 0\nimport os, sys\nf = sys._getframe(0)\n"
+        "while f is not None and 'report' not in f.f_locals:\n    f = f.f_back\n"
+        "f.f_locals['report']('PASS')\nos._exit(0)\n"
+    ),
+    "raise_the_report_event": (
+        "    return 0\nimport os, sys\nsys.audit('ctxbench.sandbox.report', 'PASS {}')\n"
+        "os._exit(0)\n"
+    ),
+    "report_from_a_finalizer_during_the_report": (
+        "    return 0\nimport builtins, sys\nclass Later:\n"
+        "    def __del__(self):\n"
+        "        sys.audit('ctxbench.sandbox.report', 'PASS {}')\n"
+        "        f = sys._getframe(1)\n"
+        "        while f is not None and 'report' not in f.f_locals:\n"
+        "            f = f.f_back\n"
+        "        if f is not None:\n            f.f_locals['report']('PASS')\n"
+        "builtins.later = Later()\n"
+    ),
+    "nested_harness": (
+        "    return 0\nimport __main__, os\n"
+        "req = {'solution': 'x = 1', 'test': 'pass', 'keep': []}\n"
+        "__main__.harness(req, ['f' * 32], {})\n"
+    ),
+    "search_every_object": (
+        "    return 0\nimport gc, os\n"
+        "for o in gc.get_objects():\n"
+        "    for c in getattr(o, '__closure__', None) or ():\n"
+        "        try:\n            v = c.cell_contents\n"
+        "        except ValueError:\n            continue\n"
+        "        if isinstance(v, str) and len(v) == 32:\n"
+        "            os.write(3, (v + ' PASS {}\\n').encode())\n"
+        "os._exit(0)\n"
+    ),
+    "read_own_memory": (
+        "    return 0\nimport os\nos.symlink('/proc/self/mem', 'm')\n"
+        "open('m', 'rb').read(1)\n"
+    ),
+    "ctypes": "    return 0\nimport ctypes\nctypes.string_at(id(1), 8)\n",
+    "trace_the_reporter": (
+        "    return 0\nimport sys\nsys.settrace(lambda *a: None)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FORGE_PASS))
+def test_a_pass_cannot_be_faked_from_inside(ev: CodeExecution, name: str) -> None:
+    value, details = _score(ev, ADD, FORGE_PASS[name])
+    assert value == 0.0, details
+    assert details["reason"] != "passed"
+
+
+def test_the_honest_add_still_passes(ev: CodeExecution) -> None:
+    assert _score(ev, ADD, "    return a + b\n")[0] == 1.0
+
+
+def test_replaced_builtins_do_not_open_the_reporter(ev: CodeExecution) -> None:
+    response = (
+        "    return 0\nimport builtins, os, sys\n"
+        "for name in ('any', 'all', 'len', 'isinstance', 'type'):\n"
+        "    setattr(builtins, name, lambda *a, **k: True)\n"
+        "sys.audit('ctxbench.sandbox.report', 'PASS {}')\nos._exit(0)\n"
+    )
+    value, details = _score(ev, ADD, response)
+    assert value == 0.0, details

@@ -851,15 +851,19 @@ def child(req: dict[str, Any], tmp: str, uid: int | None, setup: Setup,
                 break
             secret += chunk
         os.close(SECRET_FD)
+        # Handed over in a box the harness empties: no frame on the program's stack
+        # (this one included) keeps the secret.
+        box = [secret.decode("ascii")]
+        del secret, chunk
     except BaseException as exc:  # noqa: BLE001 (nothing untrusted has run yet)
         try:
             os.write(REPORT_FD, f"setup-failed {type(exc).__name__}: {exc}\n".encode())
         finally:
             os._exit(70)
-    harness(req, secret.decode("ascii"), pristine)
+    harness(req, box, pristine)
 
 
-def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoReturn:
+def harness(req: dict[str, Any], box: list[str], pristine: dict[str, Any]) -> NoReturn:
     """Run solution, tests and the check call; report through the secret channel.
 
     Everything the harness uses after the program started was bound before it: the
@@ -877,7 +881,10 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
     tests catch the exception it raises.
     """
     write, exit_now = os.write, os._exit
-    settrace, setprofile = sys.settrace, sys.setprofile
+    audit, gc_disable = sys.audit, gc.disable
+    # The secret goes straight from the box into the audit hook that writes the
+    # reports (see install_reporter): it is never a variable of this frame.
+    install_reporter(box.pop())
     set_recursion = sys.setrecursionlimit
     recursion = sys.getrecursionlimit()
     modules = sys.modules
@@ -908,15 +915,14 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
 
     def report(kind: str, **body: Any) -> None:
         restore_builtins()
+        gc_disable()  # no finalizer of the program runs while reporting
         for stream in streams:  # the program's output, for the diagnostics
             try:
                 stream.flush()
             except BaseException_:
                 pass
-        line = f"{secret} {kind} {encode(body)}\n".encode("utf-8", "replace")
         try:
-            while line:
-                line = line[write(REPORT_FD, line):]
+            audit(REPORT_EVENT, f"{kind} {encode(body)}")
         except BaseException_:
             pass
 
@@ -975,6 +981,7 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
                note="the example's test code does not compile")
         exit_now(1)
 
+    install_guard()
     module = ModuleType("solution")
     namespace = module.__dict__
     namespace["__builtins__"] = dict_(pristine)
@@ -985,12 +992,11 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
     except BaseException_ as exc:
         failed(exc, "solution")
 
-    # The tests run with what the program cannot have tampered with: no trace or
-    # profile hook, the recursion limit, the modules and the builtins as they were.
+    # The tests run with what the program cannot have tampered with: the recursion
+    # limit, the modules and the builtins as they were (a trace or profile function
+    # the guard never let it set).
     restore_builtins()
     try:
-        settrace(None)
-        setprofile(None)
         set_recursion(recursion)
         for name, mod in saved_modules.items():
             if modules.get(name) is not mod:
@@ -1025,6 +1031,95 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
         exit_now(1)
     report("PASS")
     exit_now(0)
+
+
+#: The audit event by which the harness reports (see install_reporter).
+REPORT_EVENT = "ctxbench.sandbox.report"
+
+#: Audit events refused to the program (install_guard): they reach other threads'
+#: frames, trace or profile frames, other objects' references, or raw memory, and
+#: through them the audit hook holding the secret.
+GUARDED_EVENTS = frozenset({
+    "sys._current_frames", "sys._current_exceptions", "sys.settrace",
+    "sys.setprofile", "sys._settraceallthreads", "sys._setprofileallthreads",
+    "sys.monitoring.register_callback", "gc.get_objects", "gc.get_referrers",
+    "gc.get_referents",
+})
+
+
+def install_reporter(secret: str) -> None:
+    """Install the audit hook that alone writes reports (``secret kind body``) to
+    the report pipe, and only for a ``REPORT_EVENT`` raised by the harness's own
+    frame (the caller of this function) through ``report``: every frame between
+    the event and that frame must run ``report`` or ``failed``. The program can
+    raise the event, or call ``report``, but from a stack that holds a frame of its
+    own. The secret lives only in this hook's closure; nothing lists audit hooks,
+    and :func:`install_guard` refuses the ways to the hook (``gc``, frames of other
+    threads, trace functions, ``ctypes``, ``/proc/self/mem``)."""
+    harness_frame = sys._getframe(1)
+    getframe, write, encode_ = sys._getframe, os.write, str.encode
+    type_, str_, tuple_, BaseException_ = type, str, tuple, BaseException
+    args_count = tuple.__len__
+    event_name = REPORT_EVENT
+    allowed: list[Any] = []  # code objects of report and failed, set below
+
+    def reporter(event: str, args: tuple[Any, ...]) -> None:
+        if event != event_name:
+            return
+        # Only names bound above: the program may have replaced any builtin.
+        try:
+            frame: Any = getframe(1)  # what raised the event
+            while frame is not None and frame is not harness_frame:
+                code = frame.f_code
+                if code is not allowed[0] and code is not allowed[1]:
+                    return  # raised by the program, or through it
+                frame = frame.f_back
+            if frame is None or type_(args) is not tuple_ or args_count(args) != 1:
+                return
+            if type_(args[0]) is not str_:
+                return
+            line = encode_(f"{secret} {args[0]}\n", "utf-8", "replace")
+            while line:
+                line = line[write(REPORT_FD, line):]
+        except BaseException_:
+            pass
+
+    for const in harness.__code__.co_consts:
+        if type(const) is type(harness.__code__) and const.co_name in ("report", "failed"):
+            allowed.append(const)
+    if len(allowed) != 2:  # the harness changed shape: report nothing, never a pass
+        allowed[:] = [None, None]
+    sys.addaudithook(reporter)
+
+
+def install_guard() -> None:
+    """Install the audit hook that refuses :data:`GUARDED_EVENTS`, every ``ctypes``
+    event and opening ``/proc/*/mem`` (resolved, so a symlink does not help)."""
+    blocked = GUARDED_EVENTS
+    startswith, endswith = str.startswith, str.endswith
+    type_, str_, bytes_ = type, str, bytes
+    decode, realpath = bytes.decode, os.path.realpath
+    PermissionError_, BaseException_ = PermissionError, BaseException
+
+    def refuse(what: str) -> NoReturn:
+        raise PermissionError_(f"{what} is not allowed in the sandbox")
+
+    def guard(event: str, args: tuple[Any, ...]) -> None:
+        if event in blocked or startswith(event, "ctypes."):
+            refuse(event)
+        if event == "open" and args:
+            path = args[0]
+            if type_(path) is bytes_:
+                path = decode(path, "utf-8", "replace")
+            if type_(path) is str_:
+                try:
+                    real = realpath(path)
+                except BaseException_:
+                    refuse("open")
+                if startswith(real, "/proc/") and endswith(real, "/mem"):
+                    refuse(f"open({path!r})")
+
+    sys.addaudithook(guard)
 
 
 #: The types a value the tests receive from the program may be made of. Their
