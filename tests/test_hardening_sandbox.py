@@ -241,3 +241,15 @@ def test_replaced_builtins_do_not_open_the_reporter(ev: CodeExecution) -> None:
     )
     value, details = _score(ev, ADD, response)
     assert value == 0.0, details
+
+
+def test_a_process_the_program_starts_cannot_read_its_memory(ev: CodeExecution) -> None:
+    response = (
+        "    return 0\nimport os, subprocess, sys\n"
+        "code = 'import os; f = open(\"/proc/%d/mem\" % os.getppid(), \"rb\"); print(\"OPENED\")'\n"
+        "out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+        "print(out.stdout, out.stderr[-200:])\n"
+    )
+    value, details = _score(ev, ADD, response)
+    assert value == 0.0
+    assert "OPENED" not in details.get("output", ""), details

@@ -885,6 +885,13 @@ def harness(req: dict[str, Any], box: list[str], pristine: dict[str, Any]) -> No
     # The secret goes straight from the box into the audit hook that writes the
     # reports (see install_reporter): it is never a variable of this frame.
     install_reporter(box.pop())
+    if sys.platform.startswith("linux"):
+        # From now on no other process (one the program starts, without our audit
+        # hooks) may read this one's memory through /proc/<pid>/mem or ptrace.
+        try:
+            prctl(PR_SET_DUMPABLE, 0)
+        except OSError:
+            pass
     set_recursion = sys.setrecursionlimit
     recursion = sys.getrecursionlimit()
     modules = sys.modules
