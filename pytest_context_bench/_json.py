@@ -16,7 +16,13 @@ import re
 import sys
 from typing import Any, Final
 
-__all__ = ["JSONValueError", "MAX_DEPTH", "strict_loads", "strict_decoder", "value_problem"]
+__all__ = [
+    "MAX_DEPTH",
+    "JSONValueError",
+    "strict_decoder",
+    "strict_loads",
+    "value_problem",
+]
 
 #: The deepest nesting of lists and objects accepted (a value at the top is depth 1).
 MAX_DEPTH: Final = 100
@@ -108,13 +114,23 @@ def value_problem(value: Any, *, strings: bool = True) -> str | None:
             if kind is dict:
                 for key, child in item.items():
                     if strings and isinstance(key, str) and _lone_surrogate(key):
-                        return f"the key {key!r} holds a lone UTF-16 surrogate (not text)"
-                    if type(child) in (dict, list, float) or (strings and type(child) is str):
-                        stack.append((child, depth + 1, path + (key,) if len(path) < 3 else path))
+                        return (
+                            f"the key {key!r} holds a lone UTF-16 surrogate (not text)"
+                        )
+                    if type(child) in (dict, list, float) or (
+                        strings and type(child) is str
+                    ):
+                        stack.append(
+                            (child, depth + 1, path + (key,) if len(path) < 3 else path)
+                        )
             else:
                 for i, child in enumerate(item):
-                    if type(child) in (dict, list, float) or (strings and type(child) is str):
-                        stack.append((child, depth + 1, path + (i,) if len(path) < 3 else path))
+                    if type(child) in (dict, list, float) or (
+                        strings and type(child) is str
+                    ):
+                        stack.append(
+                            (child, depth + 1, path + (i,) if len(path) < 3 else path)
+                        )
         elif kind is float:
             if not math.isfinite(item):
                 return (

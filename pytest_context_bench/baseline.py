@@ -39,9 +39,9 @@ from typing import Any
 
 from ._files import atomic_write_text
 from ._json import JSONValueError, strict_loads
-from .report.rows import row_problem
 from .errors import ConfigError
 from .metrics import row_score
+from .report.rows import row_problem
 from .report.run import Record, RunReport
 from .results import EvalRow, from_json_safe, json_safe
 from .stats import (

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 

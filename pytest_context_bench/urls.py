@@ -16,17 +16,40 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["safe_url", "redact_urls", "secret_name", "SECRET_WORDS"]
+__all__ = ["SECRET_WORDS", "redact_urls", "safe_url", "secret_name"]
 
 #: A query parameter is a secret when its name (lower case, ``-`` read as ``_``)
 #: is one of these, or ends with ``_`` + one of them, or contains one of
 #: ``_SECRET_PARTS``.
-SECRET_WORDS = frozenset({
-    "key", "apikey", "api_key", "token", "access_token", "refresh_token", "id_token",
-    "auth", "authorization", "sig", "signature", "password", "passwd", "pwd", "pass",
-    "secret", "client_secret", "credential", "credentials", "session", "sessionid",
-    "code", "jwt", "bearer", "private_key",
-})
+SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "api_key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "auth",
+        "authorization",
+        "sig",
+        "signature",
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "secret",
+        "client_secret",
+        "credential",
+        "credentials",
+        "session",
+        "sessionid",
+        "code",
+        "jwt",
+        "bearer",
+        "private_key",
+    }
+)
 _SECRET_PARTS = ("key", "token", "secret", "passw", "signature", "credential", "auth")
 
 # scheme://... up to whitespace, a quote or an angle bracket.

@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from test_baseline import _good
 
 from pytest_context_bench.baseline import load_baseline
 from pytest_context_bench.errors import ConfigError
 from pytest_context_bench.report import load_report
-
-from test_baseline import _good
 
 Mutation = Callable[[dict[str, Any]], Any]
 
@@ -58,7 +57,9 @@ def _write(tmp_path: Path, doc: dict[str, Any], name: str) -> Path:
 
 
 @pytest.mark.parametrize(("mutate", "expected"), CASES)
-def test_bad_baseline_rows_are_refused(tmp_path: Path, mutate: Mutation, expected: str) -> None:
+def test_bad_baseline_rows_are_refused(
+    tmp_path: Path, mutate: Mutation, expected: str
+) -> None:
     doc = _good(tmp_path)
     mutate(doc)
     path = _write(tmp_path, doc, "bad.json")
@@ -88,7 +89,9 @@ def _report(pytester: pytest.Pytester) -> Path:
     pytester.makepyfile(systems=SYSTEMS_PY)
     pytester.makeini("[pytest]\npythonpath = .\n")
     result = pytester.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half", "--ctxbench-json=r.json"
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-json=r.json",
     )
     assert result.ret == 0
     return pytester.path / "r.json"
@@ -99,12 +102,17 @@ REPORT_CASES: list[tuple[Mutation, str]] = [
     (_set("example_id", None), r"rows\[1\]\['example_id'\] is invalid"),
     (_score("inf"), r"rows\[1\] .*score 'f1' = 'inf'"),
     (_set("suite", "nope"), r"rows\[1\] .*suite that 'suites' does not list"),
-    (lambda d: d.pop("rows"), r"the document is invalid \('rows' is a required property"),
+    (
+        lambda d: d.pop("rows"),
+        r"the document is invalid \('rows' is a required property",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("mutate", "expected"), REPORT_CASES)
-def test_bad_reports_are_refused(pytester: pytest.Pytester, mutate: Mutation, expected: str) -> None:
+def test_bad_reports_are_refused(
+    pytester: pytest.Pytester, mutate: Mutation, expected: str
+) -> None:
     path = _report(pytester)
     assert load_report(path)["rows"]
     doc = json.loads(path.read_text())
@@ -117,7 +125,8 @@ def test_bad_reports_are_refused(pytester: pytest.Pytester, mutate: Mutation, ex
 
 def test_a_bad_baseline_stops_the_run_naming_the_row(project: pytest.Pytester) -> None:
     saved = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
         "--ctxbench-save-baseline=base.json",
     )
     assert saved.ret == 0
@@ -126,9 +135,12 @@ def test_a_bad_baseline_stops_the_run_naming_the_row(project: pytest.Pytester) -
     doc["rows"].append(copy.deepcopy(doc["rows"][2]))
     base.write_text(json.dumps(doc))
     result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
         "--ctxbench-baseline=base.json",
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     lines = [line for line in result.stderr.lines if line.strip()]
-    assert len(lines) == 1 and "rows[6]" in lines[0] and "repeats rows[2]" in lines[0], lines
+    assert (
+        len(lines) == 1 and "rows[6]" in lines[0] and "repeats rows[2]" in lines[0]
+    ), lines

@@ -11,15 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import qa_lines
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_context_bench._json import MAX_DEPTH, JSONValueError, strict_loads, value_problem
+from pytest_context_bench._json import (
+    MAX_DEPTH,
+    JSONValueError,
+    strict_loads,
+    value_problem,
+)
 from pytest_context_bench.baseline import load_baseline
 from pytest_context_bench.datasets.local import load_local
 from pytest_context_bench.errors import ConfigError, DatasetError
-
-from helpers import qa_lines
 
 SETTINGS = settings(
     max_examples=60,
@@ -42,7 +46,10 @@ POISON = st.one_of(
 # Arbitrary values Python can serialize (with allow_nan), surrogates included.
 VALUES = st.recursive(
     st.none() | st.booleans() | st.floats() | st.integers() | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -83,7 +90,9 @@ def test_jsonl_poison_is_one_error_naming_the_line(
 
 
 @SETTINGS
-@given(fragment=POISON, field=FIELDS, where=st.sampled_from(["list", "examples", "meta"]))
+@given(
+    fragment=POISON, field=FIELDS, where=st.sampled_from(["list", "examples", "meta"])
+)
 def test_json_poison_is_one_error_naming_the_file(
     tmp_path: Path, fragment: str, field: str, where: str
 ) -> None:
@@ -120,7 +129,9 @@ def test_any_value_loads_as_json_or_is_one_error(
 
 @SETTINGS
 @given(cell=st.text(), column=FIELDS)
-def test_csv_any_cell_loads_or_is_one_error(tmp_path: Path, cell: str, column: str) -> None:
+def test_csv_any_cell_loads_or_is_one_error(
+    tmp_path: Path, cell: str, column: str
+) -> None:
     import csv
 
     path = tmp_path / "any.csv"
@@ -139,7 +150,9 @@ def test_csv_any_cell_loads_or_is_one_error(tmp_path: Path, cell: str, column: s
 
 @SETTINGS
 @given(value=st.floats(allow_nan=True, allow_infinity=True), nested=st.booleans())
-def test_parquet_non_finite_floats_are_one_error(tmp_path: Path, value: float, nested: bool) -> None:
+def test_parquet_non_finite_floats_are_one_error(
+    tmp_path: Path, value: float, nested: bool
+) -> None:
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
     extra: Any = {"x": [value]} if nested else value
@@ -164,7 +177,9 @@ def _baseline_doc(tmp_path: Path) -> dict[str, Any]:
 
 @SETTINGS
 @given(fragment=POISON, where=st.sampled_from(["score", "metadata", "top", "summary"]))
-def test_baseline_poison_is_one_error(tmp_path: Path, fragment: str, where: str) -> None:
+def test_baseline_poison_is_one_error(
+    tmp_path: Path, fragment: str, where: str
+) -> None:
     doc = _baseline_doc(tmp_path)
     marker = "__POISON__"
     if where == "score":
@@ -183,7 +198,9 @@ def test_baseline_poison_is_one_error(tmp_path: Path, fragment: str, where: str)
     _assert_one_clear_error(info.value, path, None)
 
 
-@pytest.mark.parametrize("fragment", ["NaN", "Infinity", "1e999", '"a\\ud800"', "[[[[1]]]]"])
+@pytest.mark.parametrize(
+    "fragment", ["NaN", "Infinity", "1e999", '"a\\ud800"', "[[[[1]]]]"]
+)
 def test_strict_loads_and_value_problem_agree(fragment: str) -> None:
     try:
         value = strict_loads(fragment)
@@ -194,11 +211,15 @@ def test_strict_loads_and_value_problem_agree(fragment: str) -> None:
         assert value_problem(value) is None
 
 
-def test_plugin_run_on_a_deep_dataset_is_a_usage_error(project: pytest.Pytester) -> None:
+def test_plugin_run_on_a_deep_dataset_is_a_usage_error(
+    project: pytest.Pytester,
+) -> None:
     lines = qa_lines(3).splitlines()
     lines[1] = _example("context", "[" * 100_000 + "]" * 100_000)
     (project.path / "deep.jsonl").write_text("\n".join(lines) + "\n")
-    result = project.runpytest("--ctxbench-dataset=deep.jsonl", "--ctxbench-system=systems:echo")
+    result = project.runpytest(
+        "--ctxbench-dataset=deep.jsonl", "--ctxbench-system=systems:echo"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.strip()]
     assert len(errors) == 1 and "deep.jsonl:2" in errors[0], errors

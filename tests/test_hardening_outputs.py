@@ -8,10 +8,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from helpers import qa_lines
 
 from pytest_context_bench._files import atomic_write_text
-
-from helpers import qa_lines
 
 RUN = ("--ctxbench-system=systems:echo",)
 
@@ -45,12 +44,16 @@ def test_an_output_onto_a_dataset_is_a_usage_error(
 
 
 def test_an_output_onto_the_baseline_is_a_usage_error(project: pytest.Pytester) -> None:
-    saved = project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-save-baseline=base.json")
+    saved = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-save-baseline=base.json"
+    )
     assert saved.ret == 0
     before = (project.path / "base.json").read_text()
     line = _usage_line(
         project.runpytest(
-            "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-baseline=base.json",
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-baseline=base.json",
             "--ctxbench-json=./base.json",
         )
     )
@@ -61,7 +64,9 @@ def test_an_output_onto_the_baseline_is_a_usage_error(project: pytest.Pytester) 
 def test_two_outputs_onto_one_file_is_a_usage_error(project: pytest.Pytester) -> None:
     line = _usage_line(
         project.runpytest(
-            "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=out.json",
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-json=out.json",
             "--ctxbench-save-baseline=out.json",
         )
     )
@@ -69,13 +74,17 @@ def test_two_outputs_onto_one_file_is_a_usage_error(project: pytest.Pytester) ->
     assert not (project.path / "out.json").exists()
 
 
-def test_an_output_onto_a_data_dir_file_is_a_usage_error(project: pytest.Pytester) -> None:
+def test_an_output_onto_a_data_dir_file_is_a_usage_error(
+    project: pytest.Pytester,
+) -> None:
     data = project.path / "data"
     (data / "gsm8k").mkdir(parents=True)
     (data / "gsm8k" / "test.jsonl").write_text("{}\n")
     line = _usage_line(
         project.runpytest(
-            "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-data-dir=data",
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-data-dir=data",
             "--ctxbench-json=data/gsm8k/test.jsonl",
         )
     )
@@ -108,13 +117,17 @@ def test_an_unwritable_output_directory_is_a_usage_error_before_any_example(
     project: pytest.Pytester,
 ) -> None:
     line = _usage_line(
-        project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=/sys/r.json")
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=/sys/r.json"
+        )
     )
     assert line.startswith("ERROR: --ctxbench-json"), line
     assert "/sys" in line, line
 
 
-def test_an_ini_output_onto_an_input_names_the_ini_key(project: pytest.Pytester) -> None:
+def test_an_ini_output_onto_an_input_names_the_ini_key(
+    project: pytest.Pytester,
+) -> None:
     project.makeini("[pytest]\npythonpath = .\nctxbench_json = qa.jsonl\n")
     line = _usage_line(project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN))
     assert "ctxbench_json" in line, line
@@ -137,7 +150,11 @@ def test_a_write_that_fails_at_the_end_fails_the_run(project: pytest.Pytester) -
     )
     (project.path / "out").mkdir()
     result = project.runpytest(
-        "-p", "breaker", "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=out/r.json"
+        "-p",
+        "breaker",
+        "--ctxbench-dataset=qa.jsonl",
+        *RUN,
+        "--ctxbench-json=out/r.json",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*could not write the JSON report to *r.json*"])
@@ -158,7 +175,9 @@ def test_the_report_and_baseline_get_the_umask_mode(project: pytest.Pytester) ->
     old = os.umask(0o022)
     try:
         result = project.runpytest(
-            "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=r.json",
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-json=r.json",
             "--ctxbench-save-baseline=b.json",
         )
     finally:

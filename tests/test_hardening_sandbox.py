@@ -30,9 +30,7 @@ PROBLEM = {
     ),
     "entry_point": "f",
 }
-GOOD = (
-    "    return {1: 2, 2: [1, 2], 3: {'a': (1, 'x')}, 4: 'four'}[n]\n"
-)
+GOOD = "    return {1: 2, 2: [1, 2], 3: {'a': (1, 'x')}, 4: 'four'}[n]\n"
 
 ALWAYS_EQUAL = (
     "    class A:\n"
@@ -91,7 +89,9 @@ def ev() -> Iterator[CodeExecution]:
     evaluator.close()
 
 
-def _score(ev: CodeExecution, example: dict[str, Any], response: str) -> tuple[float, dict[str, Any]]:
+def _score(
+    ev: CodeExecution, example: dict[str, Any], response: str
+) -> tuple[float, dict[str, Any]]:
     scores, details = ev.score_details(example, {"response": response})
     return scores["pass_at_1"], details
 
@@ -215,9 +215,7 @@ FORGE_PASS = {
         "open('m', 'rb').read(1)\n"
     ),
     "ctypes": "    return 0\nimport ctypes\nctypes.string_at(id(1), 8)\n",
-    "trace_the_reporter": (
-        "    return 0\nimport sys\nsys.settrace(lambda *a: None)\n"
-    ),
+    "trace_the_reporter": ("    return 0\nimport sys\nsys.settrace(lambda *a: None)\n"),
 }
 
 
@@ -246,7 +244,7 @@ def test_replaced_builtins_do_not_open_the_reporter(ev: CodeExecution) -> None:
 def test_a_process_the_program_starts_cannot_read_its_memory(ev: CodeExecution) -> None:
     response = (
         "    return 0\nimport os, subprocess, sys\n"
-        "code = 'import os; f = open(\"/proc/%d/mem\" % os.getppid(), \"rb\"); print(\"OPENED\")'\n"
+        'code = \'import os; f = open("/proc/%d/mem" % os.getppid(), "rb"); print("OPENED")\'\n'
         "out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
         "print(out.stdout, out.stderr[-200:])\n"
     )

@@ -18,10 +18,22 @@ SECRET = "sk-VERYSECRET123"
     ("url", "safe"),
     [
         (f"http://user:{SECRET}@host/v1?api-key={SECRET}", "http://host/v1"),
-        (f"https://h:8443/v1?model=m&key={SECRET}&x=1", "https://h:8443/v1?model=m&x=1"),
-        (f"https://h/p?sig={SECRET}&Signature={SECRET}&X-Amz-Credential={SECRET}", "https://h/p"),
-        (f"https://h/p?access_token={SECRET}&token={SECRET}&api_key={SECRET}", "https://h/p"),
-        (f"https://h/p?password={SECRET}&client_secret={SECRET}&x-api-key={SECRET}", "https://h/p"),
+        (
+            f"https://h:8443/v1?model=m&key={SECRET}&x=1",
+            "https://h:8443/v1?model=m&x=1",
+        ),
+        (
+            f"https://h/p?sig={SECRET}&Signature={SECRET}&X-Amz-Credential={SECRET}",
+            "https://h/p",
+        ),
+        (
+            f"https://h/p?access_token={SECRET}&token={SECRET}&api_key={SECRET}",
+            "https://h/p",
+        ),
+        (
+            f"https://h/p?password={SECRET}&client_secret={SECRET}&x-api-key={SECRET}",
+            "https://h/p",
+        ),
         (f"https://h/p#access_token={SECRET}", "https://h/p"),
         (f"http://{SECRET}@[::1]:8000/v1", "http://[::1]:8000/v1"),
         ("http://localhost:7878", "http://localhost:7878"),
@@ -33,9 +45,24 @@ def test_safe_url(url: str, safe: str) -> None:
     assert SECRET not in display_url(url)
 
 
-@pytest.mark.parametrize("name", ["key", "api-key", "API_KEY", "apikey", "token",
-                                  "access_token", "sig", "signature", "password",
-                                  "secret", "X-Goog-Signature", "session", "auth"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "key",
+        "api-key",
+        "API_KEY",
+        "apikey",
+        "token",
+        "access_token",
+        "sig",
+        "signature",
+        "password",
+        "secret",
+        "X-Goog-Signature",
+        "session",
+        "auth",
+    ],
+)
 def test_secret_names(name: str) -> None:
     assert secret_name(name)
 
@@ -50,7 +77,9 @@ def test_redact_urls_in_text() -> None:
     assert out == "--ctxbench-proxy=http://h:1/v1 and 'https://h/x'"
 
 
-def test_client_errors_and_logs_carry_no_credentials(caplog: pytest.LogCaptureFixture) -> None:
+def test_client_errors_and_logs_carry_no_credentials(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with FakeLLM() as llm:
         llm.push(Reply(status=500), Reply(status=500))
         url = llm.url_v1.replace("http://", f"http://u:{SECRET}@")
@@ -62,13 +91,13 @@ def test_client_errors_and_logs_carry_no_credentials(caplog: pytest.LogCaptureFi
     assert SECRET not in repr(client)
 
 
-LEAKY = f'''
+LEAKY = f"""
 class Leaky:
     name = "leaky"
     def process(self, example):
         raise RuntimeError("GET http://bob:{SECRET}@api.example/v1?api-key={SECRET} failed")
 leaky = Leaky()
-'''
+"""
 
 
 def test_reports_baselines_rows_and_output_carry_no_credentials(
@@ -81,18 +110,27 @@ def test_reports_baselines_rows_and_output_carry_no_credentials(
         # In a subprocess: an inline run would import httpx parts inside pytester's
         # sys.modules snapshot (see test_plugin_llm.py).
         result = project.runpytest_subprocess(
-            "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=leaky:leaky",
-            f"--ctxbench-proxy={proxy}", "--ctxbench-proxy-name=p",
-            "--ctxbench-limit=1", "--ctxbench-json=r.json", "--ctxbench-save-baseline=b.json",
-            "--junitxml=junit.xml", *mode_args,
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-system=leaky:leaky",
+            f"--ctxbench-proxy={proxy}",
+            "--ctxbench-proxy-name=p",
+            "--ctxbench-limit=1",
+            "--ctxbench-json=r.json",
+            "--ctxbench-save-baseline=b.json",
+            "--junitxml=junit.xml",
+            *mode_args,
         )
     report = (project.path / "r.json").read_text()
     baseline = (project.path / "b.json").read_text()
     rows = json.loads(report)["rows"]
     assert any("api.example/v1" in json.dumps(r) for r in rows)
-    for name, text in [("report", report), ("baseline", baseline),
-                       ("stdout", result.stdout.str()), ("stderr", result.stderr.str()),
-                       ("junit", (project.path / "junit.xml").read_text())]:
+    for name, text in [
+        ("report", report),
+        ("baseline", baseline),
+        ("stdout", result.stdout.str()),
+        ("stderr", result.stderr.str()),
+        ("junit", (project.path / "junit.xml").read_text()),
+    ]:
         assert SECRET not in text, name
     invocation = " ".join(json.loads(report)["run"]["invocation"])
     assert f"--ctxbench-proxy={base}" in invocation

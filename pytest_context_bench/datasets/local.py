@@ -37,7 +37,13 @@ from array import array
 from collections.abc import Iterator
 from typing import Any, Final
 
-from .._json import _SURROGATE_ESCAPE, JSONValueError, strict_decoder, strict_loads, value_problem
+from .._json import (
+    _SURROGATE_ESCAPE,
+    JSONValueError,
+    strict_decoder,
+    strict_loads,
+    value_problem,
+)
 from ..errors import ConfigError, DatasetError
 from .families import (
     DatasetBase,

@@ -42,10 +42,14 @@ def input_files(
             where = dataset_where or settings.where.get(DATASET.dest, DATASET.flag)
             out.append((where, Path(path)))
     if settings.baseline is not None:
-        out.append((settings.where.get(BASELINE.dest, BASELINE.flag), settings.baseline))
+        out.append(
+            (settings.where.get(BASELINE.dest, BASELINE.flag), settings.baseline)
+        )
     tokenizer = settings.tokenizer
     if tokenizer and ("/" in tokenizer or tokenizer.endswith((".tiktoken", ".gz"))):
-        out.append((settings.where.get(TOKENIZER.dest, TOKENIZER.flag), Path(tokenizer)))
+        out.append(
+            (settings.where.get(TOKENIZER.dest, TOKENIZER.flag), Path(tokenizer))
+        )
     return out
 
 
@@ -72,13 +76,17 @@ def _writable_dir(path: Path) -> str | None:
         try:
             fd, probe = tempfile.mkstemp(prefix=".ctxbench-probe.", dir=parent)
         except OSError as exc:
-            return (f"cannot create a file in {parent} ({exc.strerror or exc}); choose a"
-                    " writable directory")
+            return (
+                f"cannot create a file in {parent} ({exc.strerror or exc}); choose a"
+                " writable directory"
+            )
         os.close(fd)
         os.unlink(probe)
         return None
     if not os.access(existing, os.W_OK | os.X_OK):
-        return f"cannot create {parent}: {existing} is not writable; choose another path"
+        return (
+            f"cannot create {parent}: {existing} is not writable; choose another path"
+        )
     return None
 
 
@@ -114,7 +122,9 @@ def check_outputs(
             )
         taken[real] = where
         if os.path.isdir(real):
-            raise pytest.UsageError(f"{where} must be a file path, given a directory: {path}")
+            raise pytest.UsageError(
+                f"{where} must be a file path, given a directory: {path}"
+            )
         problem = _writable_dir(path) if writable else None
         if problem is not None:
             raise pytest.UsageError(f"{where}: {problem}")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import platform
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 

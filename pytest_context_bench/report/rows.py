@@ -37,8 +37,12 @@ def row_problem(
     if problem is not None:
         return f"({_row_name(raw)}) {problem}"
     if seen is not None:
-        key = (raw["suite"], raw.get("dataset", ""), raw["example_id"],
-               (raw.get("metadata") or {}).get("trial"))
+        key = (
+            raw["suite"],
+            raw.get("dataset", ""),
+            raw["example_id"],
+            (raw.get("metadata") or {}).get("trial"),
+        )
         if key in seen:
             return (
                 f"({_row_name(raw)}) repeats rows[{seen[key]}] (same suite, dataset,"
@@ -61,7 +65,11 @@ def _problem(raw: dict[str, Any], suites: set[str] | None) -> str | None:
     if not isinstance(scores, dict):
         return "has no 'scores' object"
     for name, value in scores.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
             return f"has score {name!r} = {value!r}; expected a finite number"
     for key in ("input_tokens", "output_tokens"):
         if key in raw and not _count(raw[key]):
@@ -71,10 +79,16 @@ def _problem(raw: dict[str, Any], suites: set[str] | None) -> str | None:
         return "has an 'error' that is neither null nor an object"
     status = raw.get("status")
     if status is not None and (status == "error") != (error is not None):
-        return f"has status {status!r} but error {'set' if error is not None else 'null'}"
+        return (
+            f"has status {status!r} but error {'set' if error is not None else 'null'}"
+        )
     metadata = raw.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
         return "has a 'metadata' that is not an object"
-    if isinstance(metadata, dict) and "trial" in metadata and not _count(metadata["trial"]):
+    if (
+        isinstance(metadata, dict)
+        and "trial" in metadata
+        and not _count(metadata["trial"])
+    ):
         return f"has trial {metadata['trial']!r}; expected an integer >= 0"
     return None
