@@ -47,8 +47,8 @@ POISON = st.one_of(
 VALUES = st.recursive(
     st.none() | st.booleans() | st.floats() | st.integers() | st.text(),
     lambda inner: (
-        st.lists(inner, max_size=4)
-        | st.dictionaries(st.text(max_size=5), inner, max_size=4)
+        st.lists(inner, min_size=1, max_size=4)
+        | st.dictionaries(st.text(max_size=5), inner, min_size=1, max_size=4)
     ),
     max_leaves=20,
 )
