@@ -80,10 +80,24 @@ def strict_loads(text: str) -> Any:
         raise
     except (ValueError, RecursionError) as exc:
         raise decode_error(exc) from None  # type: ignore[misc]
-    problem = value_problem(value, strings=_SURROGATE_ESCAPE.search(text) is not None)
+    # Most text holds no \u escape at all: the substring test is much cheaper.
+    strings = "\\u" in text and _SURROGATE_ESCAPE.search(text) is not None
+    if type(value) is dict and not strings and _flat(value):
+        return value  # the common example: a flat object of strings and numbers
+    problem = value_problem(value, strings=strings)
     if problem is not None:
         raise JSONValueError(problem)
     return value
+
+
+def _flat(value: dict[Any, Any]) -> bool:
+    """True when no value of ``value`` is a container or a float (nothing to check
+    but its strings)."""
+    for child in value.values():
+        kind = type(child)
+        if kind is dict or kind is list or kind is float:
+            return False
+    return True
 
 
 def _where(path: tuple[Any, ...]) -> str:
