@@ -185,3 +185,23 @@ def test_the_report_and_baseline_get_the_umask_mode(project: pytest.Pytester) ->
     assert result.ret == 0
     for name in ("r.json", "b.json"):
         assert stat.S_IMODE((project.path / name).stat().st_mode) == 0o644, name
+
+
+def test_junitxml_onto_a_dataset_or_our_report_is_a_usage_error(
+    project: pytest.Pytester,
+) -> None:
+    before = (project.path / "qa.jsonl").read_text()
+    line = _usage_line(
+        project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN, "--junitxml=qa.jsonl")
+    )
+    assert "--junitxml" in line and "--ctxbench-dataset" in line, line
+    assert (project.path / "qa.jsonl").read_text() == before
+    line = _usage_line(
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-json=r.xml",
+            "--junitxml=r.xml",
+        )
+    )
+    assert "--junitxml and --ctxbench-json name the same file" in line, line

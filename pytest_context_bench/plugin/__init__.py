@@ -34,7 +34,7 @@ from .collection import (
     spec_from_settings,
 )
 from .options import DATASET, LIST_DATASETS, SYSTEM, TOKENIZER, Settings, addoptions
-from .outputs import check_outputs, input_files
+from .outputs import check_outputs, input_files, other_outputs
 from .recording import MemoryCache, Recorder, row_status
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
@@ -165,7 +165,9 @@ def pytest_configure(config: pytest.Config) -> None:
         # Before any example runs: no output onto an input or another output, and
         # every output's directory writable.
         cli_datasets = state.cli_spec.datasets if state.cli_spec is not None else ()
-        check_outputs(settings, input_files(settings, cli_datasets))
+        check_outputs(
+            settings, input_files(settings, cli_datasets), others=other_outputs(config)
+        )
     if settings.baseline is not None and not is_worker(config):
         # Read (and checked against the datasets) before any example runs.
         from ..baseline import check_datasets, load_baseline

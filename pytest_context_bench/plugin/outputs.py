@@ -90,18 +90,37 @@ def _writable_dir(path: Path) -> str | None:
     return None
 
 
+def other_outputs(config: pytest.Config) -> list[tuple[str, Path]]:
+    """Files pytest itself writes that must not land on an input or on one of ours
+    (``--junitxml``, pytest-reportlog's ``--report-log``), as (flag, path)."""
+    out: list[tuple[str, Path]] = []
+    invdir = config.invocation_params.dir
+    for flag, dest in (("--junitxml", "xmlpath"), ("--report-log", "reportlog")):
+        raw = getattr(config.option, dest, None)
+        if isinstance(raw, (str, os.PathLike)) and str(raw):
+            path = Path(os.path.expanduser(os.path.expandvars(str(raw))))
+            out.append((flag, path if path.is_absolute() else invdir / path))
+    return out
+
+
 def check_outputs(
-    settings: Settings, inputs: Iterable[tuple[str, Path]], *, writable: bool = True
+    settings: Settings,
+    inputs: Iterable[tuple[str, Path]],
+    *,
+    writable: bool = True,
+    others: Iterable[tuple[str, Path]] = (),
 ) -> None:
     """Raise one ``pytest.UsageError`` when an output would overwrite an input or
-    another output, or (``writable``) cannot be written."""
+    another output, or (``writable``) cannot be written. ``others``: outputs that
+    are not ours (:func:`other_outputs`), checked for collisions only."""
     known = [(where, _real(path)) for where, path in inputs]
     taken: dict[str, str] = {}
-    for opt in OUTPUT_OPTIONS:
-        path = settings.outputs.get(opt.dest)
-        if path is None:
-            continue
-        where = settings.where.get(opt.dest, opt.flag)
+    ours = [
+        (settings.where.get(opt.dest, opt.flag), settings.outputs[opt.dest], True)
+        for opt in OUTPUT_OPTIONS
+        if opt.dest in settings.outputs
+    ]
+    for where, path, mine in [*ours, *((w, p, False) for w, p in others)]:
         real = _real(path)
         for in_where, in_real in known:
             if real == in_real:
@@ -121,6 +140,8 @@ def check_outputs(
                 " output its own path"
             )
         taken[real] = where
+        if not mine:
+            continue  # its own plugin checks the rest
         if os.path.isdir(real):
             raise pytest.UsageError(
                 f"{where} must be a file path, given a directory: {path}"
