@@ -38,8 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from ._files import atomic_write_text
+from ._json import JSONValueError, strict_loads
 from .errors import ConfigError
 from .metrics import row_score
+from .report.rows import row_problem
 from .report.run import Record, RunReport
 from .results import EvalRow, from_json_safe, json_safe
 from .stats import (
@@ -338,9 +340,11 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError(f"baseline {p}: cannot be read ({reason}); check the path and its permissions.") from exc
     try:
-        doc = json.loads(text)
+        doc = strict_loads(text)
     except json.JSONDecodeError as exc:
         raise _bad(p, f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    except JSONValueError as exc:
+        raise _bad(p, f"cannot be used: {exc}") from None
     if not isinstance(doc, dict):
         raise _bad(p, f"must hold a JSON object, found {type(doc).__name__}")
     if "kind" not in doc and "created" in doc and "gates" in doc:
@@ -371,6 +375,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
         raise _bad(p, "every entry of 'suites' must be an object with a 'label'")
     origins = {str(s["label"]): str(s.get("origin", "")) for s in suites}
     records: list[Record] = []
+    seen: dict[tuple[Any, ...], int] = {}
     for i, raw in enumerate(doc["rows"]):
         where = f"rows[{i}]"
         if not isinstance(raw, dict):
@@ -383,6 +388,9 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
             row = EvalRow.from_dict(raw)
         except (ValueError, TypeError) as exc:
             raise _bad(p, f"{where} is malformed ({exc})") from exc
+        problem = row_problem(raw, set(origins), seen, i)
+        if problem is not None:
+            raise _bad(p, f"{where} {problem}")
         suite = raw["suite"]
         records.append(Record(suite, origins.get(suite, ""), (i,), str(raw["status"]), row))
     plugin = doc["plugin"]

@@ -25,6 +25,7 @@ from .results import EvalResult, EvalRow
 from .calls import CallScope, call_scope, record_io
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
+from .urls import redact_urls
 
 __all__ = ["run_example", "score_processed", "evaluate", "check_unique_names"]
 
@@ -32,7 +33,8 @@ _MAX_MESSAGE = 2000
 
 
 def _error(exc: BaseException, where: str) -> dict[str, str]:
-    message = str(exc)
+    # A row is written to reports and baselines: no credentials in its URLs.
+    message = redact_urls(str(exc))
     if len(message) > _MAX_MESSAGE:
         message = message[:_MAX_MESSAGE] + "…"
     kind = type(exc)

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from .errors import LLMError
+from .urls import safe_url
 
 __all__ = ["ChatResult", "LLMClient", "LLMError", "display_url", "normalize_base_url"]
 
@@ -89,23 +90,12 @@ def normalize_base_url(base_url: str) -> str:
 
 
 def display_url(url: str) -> str:
-    """``url`` without user info and query string, safe to print.
+    """``url`` without user info, query string and fragment, safe to print
+    (:func:`pytest_context_bench.urls.safe_url`, query dropped).
 
     :param url: any URL.
     """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = f"{host}:{port}" if port is not None else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return safe_url(url).split("?", 1)[0]
 
 
 def _parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -275,7 +265,14 @@ class LLMClient:
                 attempts=attempts,
             ) from None
         if content is None:
-            content = ""  # a tool call or a refusal: no text
+            # A refusal, a tool call or nothing: no text to score (docs/llm.md).
+            raise LLMError(
+                f"POST {shown} returned no text (choices[0].message.content is null):"
+                f" {self._no_content_reason(choice)}",
+                url=shown,
+                status=200,
+                attempts=attempts,
+            )
         if not isinstance(content, str):
             raise LLMError(
                 f"POST {shown} returned a {type(content).__name__} as"
@@ -292,6 +289,33 @@ class LLMClient:
                 if isinstance(value, int) and not isinstance(value, bool):
                     usage[name] = value
         return ChatResult(text=self._scrub(content), usage=usage, raw=self._scrub(data))
+
+    def _no_content_reason(self, choice: Any) -> str:
+        """Why a 200 reply's message has ``content: null``, for the error message."""
+        message = choice.get("message") if isinstance(choice, dict) else None
+        message = message if isinstance(message, dict) else {}
+        finish = choice.get("finish_reason") if isinstance(choice, dict) else None
+        refusal = message.get("refusal")
+        if isinstance(refusal, str) and refusal.strip():
+            return f"the model refused: {self._snippet(refusal)!r}"
+        calls = message.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            names = [
+                str(c.get("function", {}).get("name", "?")) if isinstance(c, dict) else "?"
+                for c in calls
+            ]
+            return (
+                f"the model called tool(s) {', '.join(names)} instead of answering;"
+                " a System that uses tools must handle them itself"
+            )
+        function = message.get("function_call")
+        if isinstance(function, dict):
+            return (
+                f"the model called function {function.get('name', '?')!s} instead of"
+                " answering"
+            )
+        reason = f" (finish_reason {finish!r})" if finish else ""
+        return f"the reply is empty{reason}"
 
     def embeddings(self, texts: Sequence[str], model: str) -> list[list[float]]:
         """Embed ``texts`` in one request.

@@ -46,9 +46,12 @@ def make_report(
     """A CLI run: one suite per system, ``scores[system][i]`` for example ``ids[i]``
     (``None``: the row has no f1)."""
     records = []
+    repeated = ids is not None and len(set(ids)) < len(ids)
     for s_pos, (system, values) in enumerate(scores.items()):
         for i, value in enumerate(values):
             eid = ids[i] if ids is not None else f"ex{i:03d}"
+            # Repeated ids are trials, numbered from 1 as the plugin does.
+            trial = {"trial": ids[: i + 1].count(eid)} if ids is not None and repeated else {}
             err = ERR if (system, i) in errors else None
             row = EvalRow(
                 system=system,
@@ -56,7 +59,7 @@ def make_report(
                 scores={} if err or value is None else {"f1": value, "exact_match": float(value == 1.0)},
                 input_tokens=100,
                 output_tokens=(tokens or {}).get(system, 40),
-                metadata={"score_field": "f1", "z": 1, "a": [1, 2]},
+                metadata={"score_field": "f1", "z": 1, "a": [1, 2], **trial},
                 latency=latency + i * 1e-3,
                 dataset=dataset,
                 error=err,

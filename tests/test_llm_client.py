@@ -242,13 +242,15 @@ def test_wrong_shape_not_retried(llm: FakeLLM, body: object) -> None:
     assert len(llm.requests) == 1
 
 
-def test_null_content_is_empty_text(llm: FakeLLM) -> None:
+def test_null_content_is_an_error_not_empty_text(llm: FakeLLM) -> None:
+    # docs/llm.md: a reply without text is an LLMError (more in test_hardening_llm.py).
     llm.push(
         Reply(
             json_body={"choices": [{"message": {"role": "assistant", "content": None}}]}
         )
     )
-    assert client(llm.base_url).chat(MSG, "m").text == ""
+    with pytest.raises(LLMError, match="content is null.*the reply is empty"):
+        client(llm.base_url).chat(MSG, "m")
 
 
 def test_api_key_sent_from_argument_or_env(

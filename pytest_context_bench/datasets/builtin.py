@@ -49,6 +49,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from ..errors import DatasetError
+from .._json import strict_loads
 from .families import DatasetBase
 from .catalog.base import HubSource
 from .catalog.sources import DATA_DIR_ENV, hub_records
@@ -139,7 +140,7 @@ def _read_jsonl(path: str) -> list[dict[str, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
+                    row = strict_loads(line)
                 except ValueError as exc:
                     raise DatasetError(f"the line is not valid JSON ({exc}).",
                                        path=path, line=number) from exc
@@ -273,7 +274,7 @@ def _mbpp_rows_from_dir(folder: str) -> tuple[list[dict[str, Any]], str] | None:
     if os.path.isfile(original):
         try:
             with open(original, encoding="utf-8") as f:
-                data = json.load(f)
+                data = strict_loads(f.read())
         except (OSError, ValueError) as exc:
             raise DatasetError(f"the file cannot be read as JSON ({exc}).",
                                path=original) from exc

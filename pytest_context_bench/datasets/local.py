@@ -37,6 +37,13 @@ from array import array
 from collections.abc import Iterator
 from typing import Any, Final
 
+from .._json import (
+    _SURROGATE_ESCAPE,
+    JSONValueError,
+    strict_decoder,
+    strict_loads,
+    value_problem,
+)
 from ..errors import ConfigError, DatasetError
 from .families import (
     DatasetBase,
@@ -135,7 +142,7 @@ class LocalDataset(DatasetBase):
         raw = self._reader.read(offsets[i], lengths[i])
         try:
             example = json.loads(raw.decode("utf-8"))
-        except ValueError:
+        except (ValueError, RecursionError):
             example = None
         if not isinstance(example, dict):
             raise DatasetError(
@@ -360,6 +367,10 @@ class _Collector:
         self.lines: array[int] = array("q")
         self.positions_only = False
         self._seen: dict[str, int] = {}
+        #: check each example's values (nesting, NaN/infinite floats) here, and
+        #: strings for lone surrogates: for the formats whose reader did not
+        self.check_values = False
+        self.check_strings = False
 
     def family_or_default(self) -> str:
         return self.family if self.family is not None else DEFAULT_FAMILY
@@ -386,6 +397,10 @@ class _Collector:
 
     def add(self, example: Any, line: int, fallback_id: int, label: str = "") -> None:
         """Check one example and record its id and line (``label`` prefixes messages)."""
+        if self.check_values:
+            problem = value_problem(example, strings=self.check_strings)
+            if problem is not None:
+                raise self.fail(f"this example cannot be used: {problem}", line, label)
         if type(example) is not dict:
             if self.kind is _JSON:
                 what = (
@@ -511,7 +526,7 @@ def _read_jsonl(
     offsets: array[int] = array("q")
     lengths: array[int] = array("q")
     add = collector.add
-    loads = json.loads
+    loads = strict_loads
     offset = 0
     line = 0
     for raw in handle:
@@ -537,6 +552,12 @@ def _read_jsonl(
                 path=path,
                 line=line,
             ) from None
+        except JSONValueError as exc:
+            raise DatasetError(
+                f"the line cannot be used: {exc}. Fix the line or drop it.",
+                path=path,
+                line=line,
+            ) from None
         add(example, line, line)
         offsets.append(start)
         lengths.append(len(raw))
@@ -557,7 +578,7 @@ class _NotWalkable(Exception):
 
 
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
-_DECODER: Final = json.JSONDecoder()
+_DECODER: Final = strict_decoder
 
 
 def _skip(text: str, index: int) -> int:
@@ -614,7 +635,9 @@ def _walk_json(text: str) -> tuple[list[Any], list[int]]:
                     items, starts, index = _walk_array(text, index)
                     found = items, starts
                 else:
-                    _, index = _DECODER.raw_decode(text, index)
+                    other, index = _DECODER.raw_decode(text, index)
+                    if value_problem(other):  # the plain parse names it
+                        raise _NotWalkable
                     if key == "examples":
                         found = None
                 index = _skip(text, index)
@@ -628,14 +651,16 @@ def _walk_json(text: str) -> tuple[list[Any], list[int]]:
         if found is None or _skip(text, index) != len(text):
             raise _NotWalkable
         return found
-    except ValueError:  # json.JSONDecodeError
+    except (ValueError, RecursionError):  # the plain parse names the problem
         raise _NotWalkable from None
 
 
 def _json_examples(path: str, text: str) -> list[Any]:
     """Parse a .json dataset the plain way, for precise errors (no line per example)."""
     try:
-        document = json.loads(text)
+        document = strict_loads(text)
+    except JSONValueError as exc:
+        raise DatasetError(f"the file cannot be used: {exc}. Fix the file.", path=path) from None
     except json.JSONDecodeError as exc:
         hint = ""
         if exc.msg == "Extra data":
@@ -678,6 +703,8 @@ def _read_json(path: str, text: str, collector: _Collector) -> list[dict[str, An
             "at least one example.",
             path=path,
         )
+    collector.check_values = True
+    collector.check_strings = _SURROGATE_ESCAPE.search(text) is not None
     try:
         examples, starts = _walk_json(text)
     except _NotWalkable:
@@ -722,6 +749,7 @@ def _read_parquet(path: str, collector: _Collector) -> list[dict[str, Any]]:
         ) from None
     if not examples:
         raise DatasetError("the table has no rows. Add at least one example.", path=path)
+    collector.check_values = True  # NaN and infinite floats are valid Parquet
     for position, example in enumerate(examples, 1):
         # Parquet has no "absent": a column missing from a row reads as None.
         for key in [k for k, v in example.items() if v is None]:

@@ -52,6 +52,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import DatasetError
+from .._json import strict_loads
 from .registry import register_dataset
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ def locomo_examples(
 def _json_or(value: Any) -> Any:
     if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
         try:
-            return json.loads(value)
+            return strict_loads(value)
         except ValueError:
             return value
     return value
@@ -406,7 +407,7 @@ def load_locomo(config: str | None = None) -> MemoryDataset:
         if os.path.isfile(path):
             try:
                 with open(path, encoding="utf-8") as f:
-                    data = json.load(f)
+                    data = strict_loads(f.read())
             except (OSError, ValueError) as exc:
                 raise DatasetError(
                     f"the file cannot be read as JSON ({exc}).", path=path

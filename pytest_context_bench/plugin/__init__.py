@@ -21,6 +21,7 @@ from ..engine import check_unique_names
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
+from ..urls import redact_urls
 from .collection import (
     MARKER,
     CliCase,
@@ -33,6 +34,7 @@ from .collection import (
     spec_from_settings,
 )
 from .options import DATASET, LIST_DATASETS, SYSTEM, TOKENIZER, Settings, addoptions
+from .outputs import check_outputs, input_files, other_outputs
 from .recording import MemoryCache, Recorder, row_status
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
@@ -133,7 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
             from ..systems import OpenAIProxy
 
             systems += [
-                OpenAIProxy(url, model=settings.model, name=name)
+                OpenAIProxy(url, model=settings.model, name=name, **settings.proxy_options)
                 for url, name in settings.proxies
             ]
         if systems:
@@ -160,12 +162,12 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         state.cli_spec = spec_from_settings(settings, datasets)
     if not is_worker(config):
-        for flag, out in (("--ctxbench-json", settings.json_path),
-                          ("--ctxbench-markdown", settings.markdown_path),
-                          ("--ctxbench-html", settings.html_path)):
-            parent = out.parent if out is not None else None
-            if parent is not None and parent.exists() and not parent.is_dir():
-                raise pytest.UsageError(f"{flag}: {parent} is not a directory")
+        # Before any example runs: no output onto an input or another output, and
+        # every output's directory writable.
+        cli_datasets = state.cli_spec.datasets if state.cli_spec is not None else ()
+        check_outputs(
+            settings, input_files(settings, cli_datasets), others=other_outputs(config)
+        )
     if settings.baseline is not None and not is_worker(config):
         # Read (and checked against the datasets) before any example runs.
         from ..baseline import check_datasets, load_baseline
@@ -300,6 +302,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         try:
             spec = spec_from_marker(marker, metafunc.definition, state.settings, state.cache)
+            # A marked test's dataset files are known only now.
+            check_outputs(
+                state.settings,
+                input_files(state.settings, spec.datasets, f"the dataset of {nodeid}"),
+                writable=False,
+            )
         except pytest.UsageError as exc:
             _defer(metafunc.config, state, str(exc))
             return
@@ -385,6 +393,13 @@ def ctxbench_system(request: pytest.FixtureRequest) -> Any:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
+    if report.longrepr is not None and item.get_closest_marker(MARKER) is not None:
+        # What pytest prints (and JUnit keeps) of a System's error: no credentials in
+        # its URLs, as in the row.
+        text = str(report.longrepr)
+        safe = redact_urls(text)
+        if safe != text:
+            report.longrepr = safe
     if call.when == "setup":
         _announce_suite(item, report)
     elif call.when == "call":

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import pytest
 
-__all__ = ["OPTIONS", "Settings", "addoptions", "Option"]
+__all__ = ["OPTIONS", "OUTPUT_OPTIONS", "Settings", "addoptions", "Option"]
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,32 @@ JUDGE_URL = _opt(
     "URL",
 )
 JUDGE_MODEL = _opt("judge-model", "str", "Model of the judge. Default: gpt-4", "MODEL")
+PROXY_TIMEOUT = _opt(
+    "proxy-timeout",
+    "float",
+    "Seconds each HTTP attempt of a --ctxbench-proxy may take (connect, read, write)."
+    " Default: 30",
+    "SECONDS",
+)
+PROXY_RETRIES = _opt(
+    "proxy-retries",
+    "int",
+    "Retries of a --ctxbench-proxy request after the first attempt (timeouts, dropped"
+    " connections, 429 and 5xx); 0 for none. Default: 3",
+    "N",
+)
+JUDGE_TIMEOUT = _opt(
+    "judge-timeout",
+    "float",
+    "Seconds each HTTP attempt of the --ctxbench-judge-url judge may take. Default: 60",
+    "SECONDS",
+)
+JUDGE_RETRIES = _opt(
+    "judge-retries",
+    "int",
+    "Retries of a judge request after the first attempt; 0 for none. Default: 3",
+    "N",
+)
 TASK = _opt(
     "task",
     "str",
@@ -281,6 +307,10 @@ OPTIONS: tuple[Option, ...] = (
     MODEL,
     JUDGE_URL,
     JUDGE_MODEL,
+    PROXY_TIMEOUT,
+    PROXY_RETRIES,
+    JUDGE_TIMEOUT,
+    JUDGE_RETRIES,
     TASK,
     DATA_DIR,
     SAMPLE,
@@ -302,6 +332,12 @@ OPTIONS: tuple[Option, ...] = (
 MAX_REPEAT = 1000
 #: Seconds per program at most (--ctxbench-code-timeout): a day.
 MAX_CODE_TIMEOUT = 86400.0
+#: Options naming a file the run writes. Every one is checked before the first
+#: example runs (plugin/outputs.py): it may not resolve to an input (a dataset file, the
+#: baseline, a file of the data directory, the tokenizer file) nor to another output,
+#: and its directory must be writable. A new output option is added here, and read
+#: from ``Settings.outputs`` (option dest -> absolute path).
+OUTPUT_OPTIONS: list[Option] = [JSON, SAVE_BASELINE, MARKDOWN, HTML]
 
 #: gate name → its option
 GATE_OPTIONS = {
@@ -411,6 +447,8 @@ class Settings:
     max_drops: dict[str, Any] = field(default_factory=dict)
     confidence: float = 0.95
     model: str = "gpt-3.5-turbo"
+    #: OpenAIProxy keyword arguments from the proxy-* options (timeout, max_retries)
+    proxy_options: dict[str, Any] = field(default_factory=dict)
     #: evaluator name -> constructor keyword arguments (from the code-* options)
     evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     sample: int | None = None
@@ -422,6 +460,8 @@ class Settings:
     list_datasets: bool = False
     require_same_examples: bool = False
     allow_empty: bool = False
+    #: option dest -> absolute (not resolved) path, for each OUTPUT_OPTIONS given
+    outputs: dict[str, Path] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -526,6 +566,9 @@ class Settings:
             p = Path(str(raw))
             return p if p.is_absolute() else (invdir if from_cli else inidir) / p
 
+        outputs = {
+            opt.dest: out for opt in OUTPUT_OPTIONS if (out := path_of(opt)) is not None
+        }
         save_baseline = path_of(SAVE_BASELINE)
         baseline = path_of(BASELINE)
         drops_raw, drops_cli = get(MAX_DROP)
@@ -597,6 +640,25 @@ class Settings:
             raise pytest.UsageError(
                 f"{JUDGE_URL.where(judge_cli)} must be an http(s) URL, given: {judge_url!r}"
             )
+        proxy_options: dict[str, Any] = {}
+        judge_client: dict[str, Any] = {}
+        for opt, key, needs, target, present in (
+            (PROXY_TIMEOUT, "timeout", PROXY, proxy_options, bool(urls)),
+            (PROXY_RETRIES, "max_retries", PROXY, proxy_options, bool(urls)),
+            (JUDGE_TIMEOUT, "timeout", JUDGE_URL, judge_client, bool(judge_url)),
+            (JUDGE_RETRIES, "max_retries", JUDGE_URL, judge_client, bool(judge_url)),
+        ):
+            raw, from_cli = get(opt)
+            if raw is None:
+                continue
+            if not present:
+                raise pytest.UsageError(
+                    f"{opt.where(from_cli)} needs {needs.flag} (the endpoint it applies to)"
+                )
+            if key == "timeout":
+                target[key] = parse_float(raw, opt.where(from_cli), lo=0.0, open_lo=True)
+            else:
+                target[key] = _parse_int(str(raw), opt.where(from_cli), 0)
         task_raw, task_cli = get(TASK)
         task = _check_family(task_raw, TASK.where(task_cli)) if task_raw else None
         code: dict[str, Any] = {}
@@ -605,6 +667,7 @@ class Settings:
             evaluator_options["judge"] = {
                 "base_url": str(judge_url).strip(),
                 "model": str(judge_model or "gpt-4").strip(),
+                **judge_client,
             }
         raw, from_cli = get(CODE_TIMEOUT)
         if raw is not None:
@@ -653,6 +716,7 @@ class Settings:
             max_drops=max_drops,
             confidence=confidence,
             model=str(model_raw or "gpt-3.5-turbo").strip(),
+            proxy_options=proxy_options,
             text_fields=text_fields,
             sample=sample,
             seed=0 if seed is None else seed,
@@ -663,6 +727,7 @@ class Settings:
             list_datasets=bool(get(LIST_DATASETS)[0]),
             require_same_examples=bool(get(REQUIRE_SAME_EXAMPLES)[0]),
             allow_empty=bool(get(ALLOW_EMPTY)[0]),
+            outputs=outputs,
         )
 
     def selection(self) -> Any:

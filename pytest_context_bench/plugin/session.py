@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import platform
 import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from ..report.run import Record, SuiteInfo
 from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_verdicts
 from .._files import atomic_write_text
 from ..results import EvalRow, json_safe
+from ..urls import redact_urls
 from .options import Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
@@ -263,6 +263,10 @@ class Controller:
             or self._step_summary() is not None
         ):
             self._write_json(session.config)
+            if self.json_error or self.baseline_error or self.view_errors:
+                # An output that was asked for and not written fails the run (the
+                # table and the reason still print).
+                session.testsfailed += 1
 
     def _step_summary(self) -> Path | None:
         """GitHub Actions' step summary file, unless --ctxbench-no-step-summary."""
@@ -290,7 +294,6 @@ class Controller:
             except OSError as exc:
                 message = f"could not write the {what} to {path}: {exc.strerror or exc}"
                 self.view_errors.append(message)
-                warnings.warn(CtxBenchWarning(message), stacklevel=1)
         summary = self._step_summary()
         if summary is not None and markdown is not None:
             try:
@@ -299,7 +302,6 @@ class Controller:
             except OSError as exc:
                 message = f"could not append to $GITHUB_STEP_SUMMARY ({summary}): {exc.strerror or exc}"
                 self.view_errors.append(message)
-                warnings.warn(CtxBenchWarning(message), stacklevel=1)
 
     def _write_json(self, config: pytest.Config) -> None:
         assert self.report is not None
@@ -310,7 +312,8 @@ class Controller:
             "platform": sys.platform,
             "pytest": pytest.__version__,
             "xdist_workers": workers if isinstance(workers, int) else 0,
-            "invocation": list(config.invocation_params.args),
+            # No credentials of a --ctxbench-proxy/--ctxbench-judge-url URL.
+            "invocation": [redact_urls(str(a)) for a in config.invocation_params.args],
             "datasets": self._datasets_info() if self._datasets_info else [],
             "options": {
                 "datasets": list(self.settings.datasets),
@@ -373,7 +376,6 @@ class Controller:
             except OSError as exc:
                 # Nothing computed is lost: the table still prints, the error is named.
                 self.json_error = f"could not write the JSON report to {path}: {exc.strerror or exc}"
-                warnings.warn(CtxBenchWarning(self.json_error), stacklevel=1)
         if self.settings.save_baseline is not None:
             from ..baseline import git_commit, write_baseline
 
@@ -389,7 +391,6 @@ class Controller:
                     f"could not write the baseline to {self.settings.save_baseline}:"
                     f" {exc.strerror or exc}"
                 )
-                warnings.warn(CtxBenchWarning(self.baseline_error), stacklevel=1)
 
     def _problem_lines(self, tr: Any) -> None:
         for text in self.problems:

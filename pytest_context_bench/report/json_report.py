@@ -25,14 +25,17 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.resources
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from .._files import atomic_write_text
+from .._json import JSONValueError, strict_loads
+from ..errors import ConfigError
 from ..results import json_safe
 from .run import RunReport
 
-__all__ = ["SCHEMA_VERSION", "to_json_dict", "write_json", "load_schema"]
+__all__ = ["SCHEMA_VERSION", "to_json_dict", "write_json", "load_schema", "load_report"]
 
 SCHEMA_VERSION = 1
 
@@ -77,3 +80,56 @@ def write_json(doc: dict[str, Any], path: Path) -> None:
     """Write ``doc`` to ``path`` atomically (temporary file + ``os.replace``)."""
     text = json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
     atomic_write_text(path, text)
+
+
+def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a JSON report (``--ctxbench-json``) back, for any command that reads one.
+
+    The file must be strict JSON (:func:`pytest_context_bench._json.strict_loads`:
+    no NaN/Infinity, nesting, huge integers or lone surrogates), valid against
+    ``report.schema.json``, and its rows must keep the invariants of
+    :func:`pytest_context_bench.report.rows.row_problem` (each row's suite listed in
+    ``suites``, non-empty string ids, finite scores, no duplicated row).
+
+    :raises ConfigError: one line naming the file and the row or field.
+    """
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    from .rows import row_problem
+
+    p = Path(path)
+    fix = "pass a file written by --ctxbench-json"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"report {p}: cannot be read ({reason}); {fix}.") from None
+    try:
+        doc = strict_loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"report {p}: is not valid JSON (line {exc.lineno}, column {exc.colno}:"
+            f" {exc.msg}); {fix}."
+        ) from None
+    except JSONValueError as exc:
+        raise ConfigError(f"report {p}: cannot be used: {exc}; {fix}.") from None
+    if isinstance(doc, dict) and doc.get("kind") == "ctxbench-baseline":
+        raise ConfigError(f"report {p}: is a baseline (--ctxbench-save-baseline); {fix}.")
+    error = best_match(Draft202012Validator(load_schema()).iter_errors(doc))
+    if error is not None:
+        at = "".join(
+            (x if i == 0 else f"[{x!r}]") if isinstance(x, str) else f"[{x}]"
+            for i, x in enumerate(error.absolute_path)
+        )
+        message = " ".join(error.message.split())
+        if len(message) > 200:
+            message = message[:200] + "..."
+        raise ConfigError(f"report {p}: {at or 'the document'} is invalid ({message}); {fix}.")
+    suites = {str(s["label"]) for s in doc["suites"]}
+    seen: dict[tuple[Any, ...], int] = {}
+    for i, row in enumerate(doc["rows"]):
+        problem = row_problem(row, suites, seen, i)
+        if problem is not None:
+            raise ConfigError(f"report {p}: rows[{i}] {problem}; {fix}.")
+    return doc  # type: ignore[no-any-return]

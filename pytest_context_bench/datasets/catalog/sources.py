@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ...errors import DatasetError
+from ..._json import JSONValueError, strict_loads
 from ..families import DatasetBase, example_error
 from .base import Context, HubSource, NamedSpec, RecordError
 
@@ -222,8 +223,8 @@ class _JsonlTable(_Table):
 
 def _parse_line(line: bytes, path: str, number: int) -> dict[str, Any]:
     try:
-        value = json.loads(line)
-    except ValueError as exc:
+        value = strict_loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
         raise DatasetError(f"the line is not valid JSON ({exc}). Fix or remove it.",
                            path=path, line=number) from None
     if not isinstance(value, dict):
@@ -269,7 +270,9 @@ def _read_table(path: str) -> _Table:
     # (BFCL publishes its files that way).
     text = _decode(path, data)
     try:
-        value = json.loads(text)
+        value = strict_loads(text)
+    except JSONValueError as exc:
+        raise DatasetError(f"the file cannot be used: {exc}.", path=path) from None
     except ValueError:
         return _lines_table(path, sha, data)
     if isinstance(value, dict):

@@ -96,6 +96,7 @@ REASONS: Final[tuple[str, ...]] = (
     "timeout",
     "memory",
     "exited_early",
+    "untrusted_return",
     "crashed",
     "sandbox_error",
 )

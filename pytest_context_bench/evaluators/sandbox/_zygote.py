@@ -762,6 +762,7 @@ def verdict(status: int, timed_out: bool, duration: float, verdicts: list[str],
             "ASSERT": "assertion",
             "MEMORY": "memory",
             "EXIT": "exited_early",
+            "REFUSED": "untrusted_return",
             "SETUP": "sandbox_error",
         }.get(kind, "exception")
         return result
@@ -885,23 +886,47 @@ def child(req: dict[str, Any], tmp: str, uid: int | None, setup: Setup,
                 break
             secret += chunk
         os.close(SECRET_FD)
+        # Handed over in a box the harness empties: no frame on the program's stack
+        # (this one included) keeps the secret.
+        box = [secret.decode("ascii")]
+        del secret, chunk
     except BaseException as exc:  # noqa: BLE001 (nothing untrusted has run yet)
         try:
             os.write(REPORT_FD, f"setup-failed {type(exc).__name__}: {exc}\n".encode())
         finally:
             os._exit(70)
-    harness(req, secret.decode("ascii"), pristine)
+    harness(req, box, pristine)
 
 
-def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoReturn:
+def harness(req: dict[str, Any], box: list[str], pristine: dict[str, Any]) -> NoReturn:
     """Run solution, tests and the check call; report through the secret channel.
 
     Everything the harness uses after the program started was bound before it: the
-    program may replace ``print``, ``sys.stdout``, ``os.write``, ``builtins`` or
-    ``check`` without changing what is reported.
+    program may replace ``print``, ``sys.stdout``, ``os.write``, ``builtins``,
+    ``json`` or ``check`` without changing what is reported. The ``builtins``
+    module is restored to its pristine state before the tests run and again before
+    each report, so the standard library the tests and the harness call works as
+    documented whatever the program did to it.
+
+    The values the tests receive from the program's functions (the entry point and
+    the names in ``keep``) must be of exact builtin types, recursively (see
+    :func:`make_guard`): an object whose ``__eq__`` always returns True, or an
+    ``int``/``str``/``list`` subclass overriding it, cannot pass an ``assert
+    candidate(x) == y``. A refused value fails the run with ``REFUSED`` even if the
+    tests catch the exception it raises.
     """
-    write, exit_now, dumps = os.write, os._exit, json.dumps
-    settrace, setprofile = sys.settrace, sys.setprofile
+    write, exit_now = os.write, os._exit
+    audit, gc_disable = sys.audit, gc.disable
+    # The secret goes straight from the box into the audit hook that writes the
+    # reports (see install_reporter): it is never a variable of this frame.
+    install_reporter(box.pop())
+    if sys.platform.startswith("linux"):
+        # From now on no other process (one the program starts, without our audit
+        # hooks) may read this one's memory through /proc/<pid>/mem or ptrace.
+        try:
+            prctl(PR_SET_DUMPABLE, 0)
+        except OSError:
+            pass
     set_recursion = sys.setrecursionlimit
     recursion = sys.getrecursionlimit()
     modules = sys.modules
@@ -915,17 +940,31 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
     ModuleType = type(sys)
 
     streams = (sys.stdout, sys.stderr)
+    real_builtins = builtins.__dict__
+    restore_clear, restore_update = real_builtins.clear, real_builtins.update
+    pristine_copy = dict_(pristine)
+    encode = make_encoder()
+    refused: list[str] = []
+    guard, Refused = make_guard(refused)
+    FunctionType_ = type_(make_guard)
+
+    def restore_builtins() -> None:
+        try:
+            restore_clear()
+            restore_update(pristine_copy)
+        except BaseException_:
+            pass
 
     def report(kind: str, **body: Any) -> None:
+        restore_builtins()
+        gc_disable()  # no finalizer of the program runs while reporting
         for stream in streams:  # the program's output, for the diagnostics
             try:
                 stream.flush()
             except BaseException_:
                 pass
-        line = f"{secret} {kind} {dumps(body)}\n".encode("utf-8", "replace")
         try:
-            while line:
-                line = line[write(REPORT_FD, line):]
+            audit(REPORT_EVENT, f"{kind} {encode(body)}")
         except BaseException_:
             pass
 
@@ -950,6 +989,9 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
         return body
 
     def failed(exc: BaseException, stage: str) -> NoReturn:
+        if refused:
+            report("REFUSED", stage="test", exception="UntrustedReturn", message=refused[0])
+            exit_now(1)
         body = describe(exc, stage)
         if isinstance_(exc, SystemExit_):
             code = getattr_(exc, "code", None)
@@ -981,6 +1023,7 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
                note="the example's test code does not compile")
         exit_now(1)
 
+    install_guard()
     module = ModuleType("solution")
     namespace = module.__dict__
     namespace["__builtins__"] = dict_(pristine)
@@ -991,11 +1034,11 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
     except BaseException_ as exc:
         failed(exc, "solution")
 
-    # The tests run with what the program cannot have tampered with: no trace or
-    # profile hook, the recursion limit, the modules and the builtins as they were.
+    # The tests run with what the program cannot have tampered with: the recursion
+    # limit, the modules and the builtins as they were (a trace or profile function
+    # the guard never let it set).
+    restore_builtins()
     try:
-        settrace(None)
-        setprofile(None)
         set_recursion(recursion)
         for name, mod in saved_modules.items():
             if modules.get(name) is not mod:
@@ -1007,6 +1050,10 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
     for name in list_(tests):
         if name in pristine and name not in keep and tests[name] is not pristine[name]:
             del tests[name]  # e.g. a global ``abs`` that always returns 0
+    # What the tests call of the program returns only values of exact builtin types.
+    for name in keep:
+        if name in tests and type_(tests[name]) is FunctionType_:
+            tests[name] = guard(tests[name], name)
     tests["__builtins__"] = dict_(pristine)
     tests["__file__"] = "test.py"
     tests["__name__"] = "test"
@@ -1018,11 +1065,214 @@ def harness(req: dict[str, Any], secret: str, pristine: dict[str, Any]) -> NoRet
             if argument not in namespace:
                 raise NameError_(f"name {argument!r} is not defined: the solution does "
                                 f"not define the entry point {argument!r}")
-            tests[function](namespace[argument])
+            tests[function](guard(namespace[argument], argument))
     except BaseException_ as exc:
         failed(exc, "test")
+    if refused:  # the tests caught the refusal: it still fails the run
+        report("REFUSED", stage="test", exception="UntrustedReturn", message=refused[0])
+        exit_now(1)
     report("PASS")
     exit_now(0)
+
+
+#: The audit event by which the harness reports (see install_reporter).
+REPORT_EVENT = "ctxbench.sandbox.report"
+
+#: Audit events refused to the program (install_guard): they reach other threads'
+#: frames, trace or profile frames, other objects' references, or raw memory, and
+#: through them the audit hook holding the secret.
+GUARDED_EVENTS = frozenset({
+    "sys._current_frames", "sys._current_exceptions", "sys.settrace",
+    "sys.setprofile", "sys._settraceallthreads", "sys._setprofileallthreads",
+    "sys.monitoring.register_callback", "gc.get_objects", "gc.get_referrers",
+    "gc.get_referents",
+})
+
+
+def install_reporter(secret: str) -> None:
+    """Install the audit hook that alone writes reports (``secret kind body``) to
+    the report pipe, and only for a ``REPORT_EVENT`` raised by the harness's own
+    frame (the caller of this function) through ``report``: every frame between
+    the event and that frame must run ``report`` or ``failed``. The program can
+    raise the event, or call ``report``, but from a stack that holds a frame of its
+    own. The secret lives only in this hook's closure; nothing lists audit hooks,
+    and :func:`install_guard` refuses the ways to the hook (``gc``, frames of other
+    threads, trace functions, ``ctypes``, ``/proc/self/mem``)."""
+    harness_frame = sys._getframe(1)
+    getframe, write, encode_ = sys._getframe, os.write, str.encode
+    type_, str_, tuple_, BaseException_ = type, str, tuple, BaseException
+    args_count = tuple.__len__
+    event_name = REPORT_EVENT
+    allowed: list[Any] = []  # code objects of report and failed, set below
+
+    def reporter(event: str, args: tuple[Any, ...]) -> None:
+        if event != event_name:
+            return
+        # Only names bound above: the program may have replaced any builtin.
+        try:
+            frame: Any = getframe(1)  # what raised the event
+            while frame is not None and frame is not harness_frame:
+                code = frame.f_code
+                if code is not allowed[0] and code is not allowed[1]:
+                    return  # raised by the program, or through it
+                frame = frame.f_back
+            if frame is None or type_(args) is not tuple_ or args_count(args) != 1:
+                return
+            if type_(args[0]) is not str_:
+                return
+            line = encode_(f"{secret} {args[0]}\n", "utf-8", "replace")
+            while line:
+                line = line[write(REPORT_FD, line):]
+        except BaseException_:
+            pass
+
+    for const in harness.__code__.co_consts:
+        if type(const) is type(harness.__code__) and const.co_name in ("report", "failed"):
+            allowed.append(const)
+    if len(allowed) != 2:  # the harness changed shape: report nothing, never a pass
+        allowed[:] = [None, None]
+    sys.addaudithook(reporter)
+
+
+def install_guard() -> None:
+    """Install the audit hook that refuses :data:`GUARDED_EVENTS`, every ``ctypes``
+    event and opening ``/proc/*/mem`` (resolved, so a symlink does not help)."""
+    blocked = GUARDED_EVENTS
+    startswith, endswith = str.startswith, str.endswith
+    type_, str_, bytes_ = type, str, bytes
+    decode, realpath = bytes.decode, os.path.realpath
+    PermissionError_, BaseException_ = PermissionError, BaseException
+
+    def refuse(what: str) -> NoReturn:
+        raise PermissionError_(f"{what} is not allowed in the sandbox")
+
+    def guard(event: str, args: tuple[Any, ...]) -> None:
+        if event in blocked or startswith(event, "ctypes."):
+            refuse(event)
+        if event == "open" and args:
+            path = args[0]
+            if type_(path) is bytes_:
+                path = decode(path, "utf-8", "replace")
+            if type_(path) is str_:
+                try:
+                    real = realpath(path)
+                except BaseException_:
+                    refuse("open")
+                if startswith(real, "/proc/") and endswith(real, "/mem"):
+                    refuse(f"open({path!r})")
+
+    sys.addaudithook(guard)
+
+
+#: The types a value the tests receive from the program may be made of. Their
+#: comparisons are the interpreter's own: the program cannot change them.
+EXACT_TYPES = frozenset({
+    type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set,
+    frozenset, range, type(Ellipsis),
+})
+
+
+def make_guard(refused: list[str]) -> tuple[Callable[[Any, str], Any], type]:
+    """``guard(function, name)``: ``function`` whose return values are checked to be
+    made only of :data:`EXACT_TYPES` (containers walked without recursion, cycles
+    allowed). A refused value is recorded in ``refused`` and raises ``Refused`` (a
+    ``BaseException``, so ``except Exception`` in the tests does not hide it).
+    Everything used here is bound now, before the program runs."""
+    type_, id_, set_, issubclass_ = type, id, set, issubclass
+    BaseException_ = BaseException
+    dict_values, dict_keys = dict.values, dict.keys
+    append, pop, add = list.append, list.pop, set.add
+    # Compared by identity: a metaclass may override __eq__ and __hash__.
+    exact = frozenset(id(t) for t in EXACT_TYPES)
+    containers = frozenset(id(t) for t in (list, tuple, set, frozenset))
+    dict_id = id(dict)
+    bases = tuple((t, t.__name__) for t in (bool, int, float, complex, str, bytes,
+                                            list, tuple, dict, set, frozenset))
+    name_of = type.__dict__["__qualname__"].__get__
+    module_of = type.__dict__["__module__"].__get__
+
+    class Refused(BaseException):
+        pass
+
+    def problem(value: Any) -> str | None:
+        seen: set[int] = set_()
+        stack = [value]
+        while stack:
+            item = pop(stack)
+            kind = type_(item)
+            kind_id = id_(kind)
+            if kind_id not in exact:
+                try:
+                    where = f"{module_of(kind)}.{name_of(kind)}"
+                except BaseException_:
+                    where = "?"
+                what = "not a builtin type"
+                for base, base_name in bases:
+                    try:
+                        if issubclass_(kind, base):
+                            what = f"a subclass of {base_name}"
+                            break
+                    except BaseException_:
+                        break
+                return f"an object of type {where} ({what})"
+            if kind_id in containers or kind_id == dict_id:
+                if id_(item) in seen:
+                    continue
+                add(seen, id_(item))
+                if kind_id == dict_id:
+                    for key in dict_keys(item):
+                        append(stack, key)
+                    for child in dict_values(item):
+                        append(stack, child)
+                else:
+                    for child in item:
+                        append(stack, child)
+        return None
+
+    def guard(function: Any, name: str) -> Any:
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            value = function(*args, **kwargs)
+            found = problem(value)
+            if found is not None:
+                message = (f"{name}() returned {found}; the tests compare only values"
+                           " of exact builtin types (int, float, str, list, dict...)")
+                if not refused:
+                    append(refused, message)
+                raise Refused(message)
+            return value
+
+        return guarded
+
+    return guard, Refused
+
+
+def make_encoder() -> Callable[[dict[str, Any]], str]:
+    """A JSON encoder for the harness's reports (flat objects of str, int, None),
+    bound now: the program may replace ``json`` and its internals."""
+    type_, str_, int_repr = type, str, int.__repr__
+    translate, join = str.translate, str.join
+    table = {i: f"\\u{i:04x}" for i in range(32)}
+    table.update({ord('"'): '\\"', ord("\\"): "\\\\"})
+
+    def text(value: str) -> str:
+        return '"' + translate(value, table) + '"'
+
+    def encode(body: dict[str, Any]) -> str:
+        parts = []
+        for key, value in body.items():
+            kind = type_(value)
+            if value is None:
+                out = "null"
+            elif kind is bool:
+                out = "true" if value else "false"
+            elif kind is int:
+                out = int_repr(value)
+            else:
+                out = text(value if kind is str_ else "<?>")
+            parts.append(text(key) + ":" + out)
+        return "{" + join(",", parts) + "}"
+
+    return encode
 
 
 # ------------------------------------------------------------------ main

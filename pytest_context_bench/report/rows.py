@@ -1,0 +1,94 @@
+"""The invariants of a row of a JSON report or a baseline, checked by their readers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["row_problem"]
+
+
+def _row_name(raw: dict[str, Any]) -> str:
+    return f"suite {raw.get('suite')!r}, example_id {raw.get('example_id')!r}"
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def row_problem(
+    raw: dict[str, Any],
+    suites: set[str] | None = None,
+    seen: dict[tuple[Any, ...], int] | None = None,
+    index: int = 0,
+) -> str | None:
+    """What is wrong with one row of a baseline or a JSON report (``None``: nothing),
+    as ``"(suite 's', example_id 'x') <problem>"``.
+
+    The invariants every row written by this plugin keeps: a non-empty string
+    ``suite`` (one of ``suites`` when given), ``system`` and ``example_id``; a string
+    ``dataset``; ``scores`` an object of finite numbers; token counts non-negative
+    integers; ``error`` null or an object, set exactly when ``status`` is
+    ``"error"``; ``metadata.trial`` (when present) an integer >= 0; and (with
+    ``seen``, the keys of the rows before, filled in) no two rows of one suite, dataset,
+    example id and trial.
+    """
+    problem = _problem(raw, suites)
+    if problem is not None:
+        return f"({_row_name(raw)}) {problem}"
+    if seen is not None:
+        key = (
+            raw["suite"],
+            raw.get("dataset", ""),
+            raw["example_id"],
+            (raw.get("metadata") or {}).get("trial"),
+        )
+        if key in seen:
+            return (
+                f"({_row_name(raw)}) repeats rows[{seen[key]}] (same suite, dataset,"
+                " example id and trial)"
+            )
+        seen[key] = index
+    return None
+
+
+def _problem(raw: dict[str, Any], suites: set[str] | None) -> str | None:
+    for key in ("suite", "system", "example_id"):
+        value = raw.get(key)
+        if not isinstance(value, str) or not value:
+            return f"has {key} {value!r}; expected a non-empty string"
+    if suites is not None and raw["suite"] not in suites:
+        return "names a suite that 'suites' does not list"
+    if not isinstance(raw.get("dataset", ""), str):
+        return f"has dataset {raw.get('dataset')!r}; expected a string"
+    scores = raw.get("scores")
+    if not isinstance(scores, dict):
+        return "has no 'scores' object"
+    for name, value in scores.items():
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            return f"has score {name!r} = {value!r}; expected a finite number"
+    for key in ("input_tokens", "output_tokens"):
+        if key in raw and not _count(raw[key]):
+            return f"has {key} {raw[key]!r}; expected an integer >= 0"
+    error = raw.get("error")
+    if error is not None and not isinstance(error, dict):
+        return "has an 'error' that is neither null nor an object"
+    status = raw.get("status")
+    if status is not None and (status == "error") != (error is not None):
+        return (
+            f"has status {status!r} but error {'set' if error is not None else 'null'}"
+        )
+    metadata = raw.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        return "has a 'metadata' that is not an object"
+    if (
+        isinstance(metadata, dict)
+        and "trial" in metadata
+        and not _count(metadata["trial"])
+    ):
+        return f"has trial {metadata['trial']!r}; expected an integer >= 0"
+    return None

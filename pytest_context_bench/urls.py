@@ -1,0 +1,104 @@
+"""URLs made safe to write: no credentials in reports, baselines, rows or logs.
+
+:func:`safe_url` is the one place that decides what of a URL may be written
+anywhere. It drops
+
+- the user information (``user:password@``);
+- every query parameter whose name looks like a secret (see :func:`secret_name`);
+- the fragment (OAuth puts ``access_token`` there).
+
+:func:`redact_urls` applies it to every URL inside a piece of text (a command-line
+argument, an exception message).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+__all__ = ["SECRET_WORDS", "redact_urls", "safe_url", "secret_name"]
+
+#: A query parameter is a secret when its name (lower case, ``-`` read as ``_``)
+#: is one of these, or ends with ``_`` + one of them, or contains one of
+#: ``_SECRET_PARTS``.
+SECRET_WORDS = frozenset(
+    {
+        "key",
+        "apikey",
+        "api_key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "auth",
+        "authorization",
+        "sig",
+        "signature",
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "secret",
+        "client_secret",
+        "credential",
+        "credentials",
+        "session",
+        "sessionid",
+        "code",
+        "jwt",
+        "bearer",
+        "private_key",
+    }
+)
+_SECRET_PARTS = ("key", "token", "secret", "passw", "signature", "credential", "auth")
+
+# scheme://... up to whitespace, a quote or an angle bracket.
+_URL_IN_TEXT = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
+
+
+def secret_name(name: str) -> bool:
+    """True when a query parameter called ``name`` may carry a secret."""
+    n = name.strip().lower().replace("-", "_")
+    if n in SECRET_WORDS:
+        return True
+    if any(n.endswith("_" + word) for word in SECRET_WORDS):
+        return True
+    return any(part in n for part in _SECRET_PARTS)
+
+
+def safe_url(url: str) -> str:
+    """``url`` without user information, secret-looking query parameters and
+    fragment; other query parameters are kept in their order.
+
+    >>> safe_url("http://user:KEY@host:8000/v1?api-key=KEY&model=m#access_token=T")
+    'http://host:8000/v1?model=m'
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "<invalid URL>"
+    if not parts.scheme or not parts.netloc:
+        if "@" in url or "?" in url:
+            return "<invalid URL>"
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port is not None else host
+    query = ""
+    if parts.query:
+        kept = [
+            (k, v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            if not secret_name(k)
+        ]
+        query = urlencode(kept)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with every URL in it replaced by its :func:`safe_url`."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda m: safe_url(m.group(0)), text)

