@@ -21,6 +21,8 @@ GATE_KINDS: dict[str, tuple[str, str]] = {
     "min_mean_score": ("mean_score", ">="),
     "max_cost_of_pass": ("cost_of_pass", "<="),
     "max_error_rate": ("error_rate", "<="),
+    "max_cost_usd": ("total_cost_usd", "<="),
+    "max_cost_of_pass_usd": ("cost_of_pass_usd", "<="),
 }
 
 

@@ -32,6 +32,7 @@ from .collection import (
     spec_from_marker,
     spec_from_settings,
 )
+from . import llmcache
 from .options import DATASET, LIST_DATASETS, SYSTEM, TOKENIZER, Settings, addoptions
 from .recording import MemoryCache, Recorder, row_status
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
@@ -82,6 +83,9 @@ class State:
     #: environment variables set for the loaders → their values before (None: unset)
     saved_env: dict[str, str | None] = field(default_factory=dict)
     _tokenizer: Callable[[str], int] | None = None
+    #: the run's LLM cache, and what was active before (restored at unconfigure)
+    llm_cache: Any = None
+    llm_previous: tuple[Any, Any] | None = None
 
     def tokenizer(self) -> Callable[[str], int]:
         if self._tokenizer is None:
@@ -127,6 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[name] = value
     if settings.list_datasets:
         return
+    state.llm_cache, *previous = llmcache.activate(config, settings, is_worker(config))
+    state.llm_previous = (previous[0], previous[1])
     try:
         systems = [load_system(path) for path in settings.systems]
         if settings.proxies:
@@ -178,6 +184,7 @@ def pytest_configure(config: pytest.Config) -> None:
         state.controller = Controller(
             settings, __version__, state.baseline, state.fingerprints, state.datasets_info
         )
+        state.controller.llm_cache = state.llm_cache
         config.pluginmanager.register(state.controller, "ctxbench-controller")
 
 
@@ -218,6 +225,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ[name] = value
     if state is not None and state.controller is not None:
         config.pluginmanager.unregister(state.controller)
+    if state is not None and state.llm_previous is not None:
+        llmcache.deactivate(state.llm_cache, *state.llm_previous)
+        state.llm_previous = None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    # xdist controller → worker: a cache file found unusable is not opened again.
+    state = node.config.stash.get(STATE_KEY, None)
+    if state is not None and state.llm_cache is not None and state.llm_cache.broken:
+        node.workerinput[llmcache.BROKEN_KEY] = state.llm_cache.broken
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -360,6 +378,39 @@ def ctxbench_system(request: pytest.FixtureRequest) -> Any:
             pytrace=False,
         )
     return state.systems[0] if len(state.systems) == 1 else list(state.systems)
+
+
+@pytest.fixture(scope="session")
+def ctxbench_http_client() -> Generator[Any, None, None]:
+    """An ``httpx.Client`` through the run's LLM cache and usage meter:
+    ``OpenAI(http_client=ctxbench_http_client)``."""
+    from ..transports import http_client
+
+    client = http_client()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    # Marker form: the test body calls the System itself; give its LLM calls the
+    # example's call scope (cache key trial, usage for the row), as run_example does.
+    recorder = item.stash.get(RECORDER_KEY, None)
+    if recorder is None:
+        return (yield)
+    from ..calls import CallScope, call_scope
+
+    ref = recorder.ref
+    scope = CallScope(
+        system=str(recorder.spec.default_system or "system"),
+        dataset=str(ref.dataset.tag),
+        example_id=ref.test_id,
+        trial=ref.trial or 1,
+    )
+    with call_scope(scope):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)

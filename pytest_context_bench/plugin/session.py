@@ -68,6 +68,9 @@ class Controller:
         self.report: RunReport | None = None
         self.json_error: str | None = None
         self.usage_errors: list[str] = []
+        #: the run's LLM cache (set by the plugin) and what it and the calls did
+        self.llm_cache: Any = None
+        self.llm: dict[str, Any] | None = None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -128,6 +131,9 @@ class Controller:
         if not self.records and not self.lost:
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
+        from .llmcache import llm_summary
+
+        self.llm = llm_summary((r.row for r in self.records), self.llm_cache, self.settings)
         if self.baseline is not None:
             from ..baseline import check_datasets, compare
             from ..errors import ConfigError
@@ -207,6 +213,8 @@ class Controller:
             },
         }
         doc = to_json_dict(self.report, run=run, gates_enforced=self.gate_enforced, version=self.version)
+        if self.llm is not None:
+            doc["llm"] = json_safe(self.llm)
         if self.comparison is not None:
             doc["baseline_comparison"] = json_safe(
                 {
@@ -276,6 +284,10 @@ class Controller:
                 if len(skipped) > 10:
                     tr.write_line(f"  ... and {len(skipped) - 10} more (see the JSON report)")
         for text, markup in render_lines(self.report, gate_enforced=self.gate_enforced):
+            tr.write_line(text, **markup)
+        from .llmcache import summary_lines
+
+        for text, markup in summary_lines(self.llm, self.llm_cache):
             tr.write_line(text, **markup)
         if self.comparison is not None:
             tr.write_line("")

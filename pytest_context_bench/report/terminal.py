@@ -25,6 +25,9 @@ _COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("mean_input_tokens", "in tok", "tokens"),
     ("mean_output_tokens", "out tok", "tokens"),
     ("cost_of_pass", "cost/pass", "tokens"),
+    ("cost_usd", "cost $", "usd"),
+    ("cost_of_pass_usd", "$/pass", "usd"),
+    ("judge_cost_usd", "judge $", "usd"),
     ("latency_mean", "lat mean", "seconds"),
     ("latency_median", "lat p50", "seconds"),
     ("latency_p95", "lat p95", "seconds"),
@@ -45,6 +48,8 @@ def fmt_value(value: float | None, kind: str = "score") -> str:
         return f"{value:.0f}"
     if kind == "tokens":
         return f"{value:,.1f}"
+    if kind == "usd":
+        return f"{value:,.4f}"
     if kind == "seconds":
         return f"{value:.3f}s" if value >= 0.001 else f"{value * 1e6:.0f}µs"
     return f"{value:.4f}"
@@ -117,6 +122,11 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
         scope = "" if len(rules) == 1 else f" ({', '.join(suites)})"
         lines.append((f"pass{scope} = {what} >= {threshold:g}", {}))
     lines.append(("cost/pass = output tokens per passing example", {}))
+    if any(c[0] == "cost_usd" for c in present):
+        lines.append((
+            "cost $ = US dollars of the System's LLM calls (--ctxbench-price; cache hits"
+            " priced as calls); $/pass = cost $ per passing example; judge $ = the"
+            " evaluators' calls", {}))
     counts = report.status_counts
     if counts.get("below") or counts.get("error") or counts.get("unscored"):
         parts = [f"{counts[k]} {w}" for k, w in (("below", "below threshold"), ("error", "errored"), ("unscored", "not scored")) if counts.get(k)]
