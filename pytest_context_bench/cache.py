@@ -81,6 +81,10 @@ _SECRET_PARAM = re.compile(
 )
 
 
+class _Locked(Exception):
+    """Internal: the file was locked while being set up; try again."""
+
+
 class CacheFileError(CtxBenchError):
     """The cache file cannot be used (not SQLite, another program's, a newer schema,
     unwritable); the message names the file and the fix."""
@@ -249,7 +253,16 @@ class CacheStore:
         except sqlite3.Error as exc:
             raise self._bad(f"cannot be opened ({exc})") from None
         try:
-            self._check(conn)
+            for attempt in range(50):
+                try:
+                    self._check(conn)
+                    break
+                except _Locked:
+                    # Two processes creating the file at once: switching to WAL
+                    # can report "locked" without waiting for busy_timeout.
+                    time.sleep(0.05 * (1 + attempt % 5))
+            else:
+                raise self._bad("stayed locked by another process for 10 s")
         except BaseException:
             conn.close()
             raise
@@ -277,7 +290,8 @@ class CacheStore:
                 f" this version {__version__} reads schema {SCHEMA_VERSION})"
             )
         try:
-            conn.execute("PRAGMA journal_mode = WAL")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             if app != APPLICATION_ID:
                 conn.execute("BEGIN IMMEDIATE")
@@ -292,6 +306,8 @@ class CacheStore:
             # A damaged page shows here rather than in the middle of the run.
             conn.execute("SELECT count(*) FROM entries").fetchone()
         except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise _Locked() from None
             if "readonly" in str(exc) or "read-only" in str(exc):
                 raise self._bad(f"is read-only ({exc})") from None
             raise self._bad(f"cannot be used ({exc})") from None

@@ -19,7 +19,9 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "main"]
 
 #: subcommand name → (module under this package, one-line help).
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "cache": ("cache", "Look at or clear the LLM response cache."),
+}
 
 USAGE_ERROR = 4
 
