@@ -281,6 +281,8 @@ class CacheStore:
                 )
             ]
         except sqlite3.DatabaseError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise _Locked() from None
             raise self._bad(f"is not a SQLite database or is damaged ({exc})") from None
         if app != APPLICATION_ID and (tables or version):
             raise self._bad("belongs to another program (not a pytest-context-bench cache)")

@@ -51,7 +51,12 @@ class GateResult:
     @property
     def reason(self) -> str:
         if math.isnan(self.value):
-            return f"{self.gate.metric} could not be measured (no example was scored)"
+            why = (
+                "no LLM call was measured, or a model has no --ctxbench-price"
+                if self.gate.metric.endswith("_usd")
+                else "no example was scored"
+            )
+            return f"{self.gate.metric} could not be measured ({why})"
         verb = "meets" if self.passed else "breaches"
         return (
             f"{self.gate.metric} = {_fmt(self.value)} {verb} the limit"

@@ -362,3 +362,34 @@ def test_parse_age() -> None:
     assert parse_age("30d") == 30 * 86400 and parse_age("1.5h") == 5400
     with pytest.raises(ValueError, match="30d"):
         parse_age("30 days")
+
+
+def test_a_system_that_hides_the_cache_miss_still_gets_a_row_naming_it(tmp_path: Path) -> None:
+    from pytest_context_bench.engine import run_example
+
+    class Wrapping:
+        name = "wrapping"
+
+        def __init__(self, url: str) -> None:
+            self.url = url
+
+        def process(self, example: dict) -> dict:
+            try:
+                with _client(LLMCache.in_dir(tmp_path, "replay")) as client:
+                    client.post(self.url, json={**BODY, "q": example["question"]})
+            except Exception:
+                raise RuntimeError("Connection error.") from None
+            return example
+
+    with FakeLLM() as llm:
+        row, raised = run_example(
+            Wrapping(f"{llm.base_url}/v1/chat/completions"),
+            {"id": "e1", "question": "q?", "answer": "a"},
+            [],
+        )
+        assert llm.requests == []
+    assert isinstance(raised, RuntimeError)
+    assert row.error is not None
+    assert row.error["type"] == "pytest_context_bench.cache.CacheMiss"
+    assert row.error["message"].startswith("cache miss in replay mode: POST")
+    assert row.error["message"].endswith("(the System raised RuntimeError: Connection error.)")

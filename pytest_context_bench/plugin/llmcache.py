@@ -146,7 +146,9 @@ def llm_summary(rows: Iterable[Any], cache: LLMCache | None, settings: Settings)
 
 
 def _usd(value: float) -> str:
-    return "unknown" if math.isnan(value) else f"${value:,.4f}"
+    if math.isnan(value):
+        return "unknown"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.6f}"
 
 
 def summary_lines(summary: dict[str, Any] | None, cache: LLMCache | None) -> list[tuple[str, dict[str, Any]]]:

@@ -48,8 +48,8 @@ def fmt_value(value: float | None, kind: str = "score") -> str:
         return f"{value:.0f}"
     if kind == "tokens":
         return f"{value:,.1f}"
-    if kind == "usd":
-        return f"{value:,.4f}"
+    if kind == "usd":  # cents matter above a dollar; fractions of a cent below
+        return f"{value:,.2f}" if value >= 1 else f"{value:.6f}"
     if kind == "seconds":
         return f"{value:.3f}s" if value >= 0.001 else f"{value * 1e6:.0f}µs"
     return f"{value:.4f}"
