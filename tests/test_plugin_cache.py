@@ -298,3 +298,56 @@ def test_openai_sdk_replay_miss_names_the_cache_miss(cached_project: pytest.Pyte
     assert errors["q-3"]["type"] == "pytest_context_bench.cache.CacheMiss"
     assert errors["q-3"]["message"].startswith("cache miss in replay mode: POST")
     assert "nothing was sent" in errors["q-3"]["message"]
+
+
+MARKED_TEST = '''
+import pytest
+from pytest_context_bench.llm import LLMClient
+
+CLIENT = LLMClient("{url}", max_retries=0)
+
+
+@pytest.mark.ctxbench(dataset="qa.jsonl", repeat=2)
+def test_reader(ctxbench_example, ctxbench_record):
+    reply = CLIENT.chat([{"role": "user", "content": ctxbench_example["question"]}], model="m")
+    ctxbench_record({**ctxbench_example, "response": reply.text}, system="reader")
+'''
+
+
+def test_marked_tests_are_cached_per_trial_and_metered(cached_project: pytest.Pytester) -> None:
+    cached_project.makefile(".jsonl", qa=_rows(4))
+    with FakeLLM(handler=_handler) as llm:
+        cached_project.makepyfile(test_marked=MARKED_TEST.replace("{url}", llm.base_url))
+        args = [f"--ctxbench-json={cached_project.path / 'out.json'}", "--ctxbench-price=m=1/2"]
+        first = cached_project.runpytest_subprocess(*args)
+        assert first.ret == 0, first.stdout.str()
+        assert len(llm.requests) == 8  # 4 examples x 2 trials: each trial its own entry
+        second = cached_project.runpytest_subprocess(*args, "--ctxbench-cache=replay")
+        assert second.ret == 0, second.stdout.str()
+        assert len(llm.requests) == 8
+    second.stdout.fnmatch_lines(["LLM cache replay*: 8 hits, 0 misses, 0 calls sent*"])
+    rows = _doc(cached_project)["rows"]
+    assert {r["metadata"]["trial"] for r in rows} == {1, 2}
+    assert all(r["metadata"]["llm_usage"]["cache_hits"] == 1 for r in rows)
+    assert all(r["metadata"]["cost_usd"] == pytest.approx(28 / 1e6) for r in rows)
+
+
+PLAIN_TEST = '''
+from pytest_context_bench.llm import LLMClient
+
+
+def test_calls_twice():
+    client = LLMClient("{url}", max_retries=0)
+    for _ in range(2):
+        client.chat([{"role": "user", "content": "same"}], model="m")
+'''
+
+
+def test_a_project_that_does_not_ask_gets_no_cache(pytester: pytest.Pytester) -> None:
+    with FakeLLM(handler=_handler) as llm:
+        pytester.makepyfile(test_plain=PLAIN_TEST.replace("{url}", llm.base_url))
+        result = pytester.runpytest_subprocess()
+        assert result.ret == 0
+        assert len(llm.requests) == 2
+    assert not (pytester.path / ".pytest_cache" / "d" / "ctxbench").exists()
+    assert "LLM cache" not in result.stdout.str()

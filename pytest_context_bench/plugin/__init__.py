@@ -131,8 +131,8 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[name] = value
     if settings.list_datasets:
         return
-    state.llm_cache, *previous = llmcache.activate(config, settings, is_worker(config))
-    state.llm_previous = (previous[0], previous[1])
+    if llmcache.asked(config, settings):
+        _activate_llm(config, state)
     try:
         systems = [load_system(path) for path in settings.systems]
         if settings.proxies:
@@ -186,6 +186,17 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         state.controller.llm_cache = state.llm_cache
         config.pluginmanager.register(state.controller, "ctxbench-controller")
+
+
+def _activate_llm(config: pytest.Config, state: State) -> None:
+    """Make the run's LLM cache and prices active, once (see plugin/llmcache.py)."""
+    if state.llm_previous is None:
+        state.llm_cache, *previous = llmcache.activate(
+            config, state.settings, is_worker(config)
+        )
+        state.llm_previous = (previous[0], previous[1])
+        if state.controller is not None:
+            state.controller.llm_cache = state.llm_cache
 
 
 def _one_line(exc: BaseException) -> str:
@@ -335,6 +346,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
+    if state.specs and not state.errors:
+        # Marked tests found: the plugin was asked after all (no option said so).
+        _activate_llm(config, state)
     if state.cli_spec is not None:
         collector = build_cli_collector(session, state.dirs, with_fixture=not state.systems)
         items.extend(session.genitems(collector))
@@ -381,11 +395,12 @@ def ctxbench_system(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture(scope="session")
-def ctxbench_http_client() -> Generator[Any, None, None]:
+def ctxbench_http_client(request: pytest.FixtureRequest) -> Generator[Any, None, None]:
     """An ``httpx.Client`` through the run's LLM cache and usage meter:
     ``OpenAI(http_client=ctxbench_http_client)``."""
     from ..transports import http_client
 
+    _activate_llm(request.config, request.config.stash[STATE_KEY])
     client = http_client()
     try:
         yield client

@@ -22,7 +22,7 @@ from ..cache import CacheFileError, LLMCache, set_active_cache
 from ..pricing import set_active_prices
 from .options import CACHE, PRICE, Settings
 
-__all__ = ["BROKEN_KEY", "activate", "deactivate", "default_cache_dir", "llm_summary", "summary_lines"]
+__all__ = ["BROKEN_KEY", "activate", "asked", "deactivate", "default_cache_dir", "llm_summary", "summary_lines"]
 
 #: workerinput key: the controller found the cache file unusable (its message).
 BROKEN_KEY = "ctxbench_cache_broken"
@@ -38,6 +38,24 @@ def default_cache_dir(config: pytest.Config) -> Path:
     if not base.is_absolute():
         base = config.rootpath / base
     return base / "d" / "ctxbench"
+
+
+def asked(config: pytest.Config, settings: Settings) -> bool:
+    """True when an option or ini key asks for a benchmark run or for the cache.
+
+    The plugin does nothing unless asked: a project whose own tests call an LLM
+    through :class:`~pytest_context_bench.llm.LLMClient` gets no cache from merely
+    having the plugin installed. Marked tests and the ``ctxbench_http_client``
+    fixture activate it too, when they are used.
+    """
+    from .options import CACHE_DIR, JUDGE_URL, PROXY
+
+    if settings.datasets or settings.proxies or settings.prices:
+        return True
+    for opt in (CACHE, CACHE_DIR, JUDGE_URL, PROXY, PRICE):
+        if config.getoption(opt.dest) is not None or config.getini(opt.ini):
+            return True
+    return False
 
 
 def activate(config: pytest.Config, settings: Settings, worker: bool) -> tuple[LLMCache, Any, Any]:
