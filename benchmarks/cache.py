@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from pytest_context_bench.testing import FakeLLM, Reply
 
 TARGET = 1.5
 
-NOOP_SYSTEM = '''
+NOOP_SYSTEM = """
 class NoOp:
     name = "noop"
 
@@ -49,7 +48,7 @@ class NoOp:
 
 
 noop = NoOp()
-'''
+"""
 
 
 def _dataset(n: int) -> str:
@@ -68,8 +67,17 @@ def _dataset(n: int) -> str:
 
 
 def _run(cwd: Path, args: list[str], json_path: Path) -> tuple[float, dict]:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--ctxbench-dataset=qa.jsonl",
-           f"--ctxbench-json={json_path}", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:randomly",
+        "--ctxbench-dataset=qa.jsonl",
+        f"--ctxbench-json={json_path}",
+        *args,
+    ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     wall = time.perf_counter() - start
@@ -85,20 +93,27 @@ def _scores(doc: dict) -> dict[str, dict]:
 
 def _one_setting(root: Path, llm: FakeLLM, extra: list[str], label: str) -> bool:
     cache_dir = root / f"cache{label}"
-    proxy = [f"--ctxbench-proxy={llm.base_url}", "--ctxbench-proxy-name=local",
-             f"--ctxbench-cache-dir={cache_dir}"]
+    proxy = [
+        f"--ctxbench-proxy={llm.base_url}",
+        "--ctxbench-proxy-name=local",
+        f"--ctxbench-cache-dir={cache_dir}",
+    ]
     before = len(llm.requests)
     t_record, doc_record = _run(root, proxy + extra, root / "record.json")
     sent_record = len(llm.requests) - before
     before = len(llm.requests)
     t_replay, doc_replay = _run(root, proxy + extra, root / "replay.json")
     sent_replay = len(llm.requests) - before
-    t_noop, _ = _run(root, ["--ctxbench-system=noop_system:noop", *extra], root / "noop.json")
+    t_noop, _ = _run(
+        root, ["--ctxbench-system=noop_system:noop", *extra], root / "noop.json"
+    )
     same = _scores(doc_record) == _scores(doc_replay)
     ratio = t_replay / t_noop
     print(f"[{label or 'in-process'}]")
     print(f"  record : {t_record:6.2f} s  {sent_record} requests sent")
-    print(f"  replay : {t_replay:6.2f} s  {sent_replay} requests sent; scores identical: {same}")
+    print(
+        f"  replay : {t_replay:6.2f} s  {sent_replay} requests sent; scores identical: {same}"
+    )
     print(f"  no-op  : {t_noop:6.2f} s  (a System that makes no call)")
     print(f"  replay / no-op = {ratio:.2f}x (target <= {TARGET}x)")
     return sent_replay == 0 and same and ratio <= TARGET
@@ -112,20 +127,45 @@ def _micro(tmp: Path, calls: int = 1000) -> None:
             "object": "chat.completion",
             "created": 1700000000,
             "model": "gpt-4o-mini-2024-07-18",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "city 42, the capital" * 4},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 812, "completion_tokens": 24, "total_tokens": 836},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": "city 42, the capital" * 4,
+                    },
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": 812,
+                "completion_tokens": 24,
+                "total_tokens": 836,
+            },
         }
     ).encode()
-    request = json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "x" * 2000}]}).encode()
-    keys = [cache_key("POST", "https://api.example.com/v1/chat/completions", request + str(i).encode(), 1)
-            for i in range(calls)]
+    request = json.dumps(
+        {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "x" * 2000}]}
+    ).encode()
+    keys = [
+        cache_key(
+            "POST",
+            "https://api.example.com/v1/chat/completions",
+            request + str(i).encode(),
+            1,
+        )
+        for i in range(calls)
+    ]
     cache.store.get("warm-up")
     t0 = time.perf_counter()
     for k in keys:
         if cache.store.get(k) is None:
-            cache.store.put(k, "POST", "https://api.example.com/v1/chat/completions",
-                            CachedResponse(200, "application/json", body, time.time(), "bench"))
+            cache.store.put(
+                k,
+                "POST",
+                "https://api.example.com/v1/chat/completions",
+                CachedResponse(200, "application/json", body, time.time(), "bench"),
+            )
     t_miss = (time.perf_counter() - t0) / calls
     t0 = time.perf_counter()
     for k in keys:
@@ -138,10 +178,14 @@ def _micro(tmp: Path, calls: int = 1000) -> None:
     cache.store.close()
     size = sum(p.stat().st_size for p in (tmp / "micro").iterdir())
     print(f"[cache itself, {calls} calls of a {len(body)}-byte reply]")
-    print(f"  key (canonical body + SHA-256 of a {len(request)}-byte request): {t_key * 1e6:6.1f} µs")
+    print(
+        f"  key (canonical body + SHA-256 of a {len(request)}-byte request): {t_key * 1e6:6.1f} µs"
+    )
     print(f"  miss: lookup + store: {t_miss * 1e6:6.1f} µs per call")
     print(f"  hit : lookup        : {t_hit * 1e6:6.1f} µs per call")
-    print(f"  file: {size / 1024:,.0f} KiB per {calls:,} cached calls ({CACHE_FILE} + WAL)")
+    print(
+        f"  file: {size / 1024:,.0f} KiB per {calls:,} cached calls ({CACHE_FILE} + WAL)"
+    )
 
 
 def main() -> int:
@@ -162,8 +206,11 @@ def main() -> int:
         def answer(request):  # type: ignore[no-untyped-def]
             text = json.dumps(request.json)
             n = text.split("capital of country ")[-1].split("?")[0]
-            return Reply(text=f"city {n}", delay=args.latency,
-                         usage={"prompt_tokens": 30, "completion_tokens": 3})
+            return Reply(
+                text=f"city {n}",
+                delay=args.latency,
+                usage={"prompt_tokens": 30, "completion_tokens": 3},
+            )
 
         with FakeLLM(handler=answer) as llm:
             print(f"{args.n} examples, endpoint latency {args.latency * 1000:.0f} ms")

@@ -44,9 +44,9 @@ from . import __version__
 from .errors import CtxBenchError
 
 __all__ = [
+    "CACHE_FILE",
     "MODES",
     "SCHEMA_VERSION",
-    "CACHE_FILE",
     "CacheFileError",
     "CacheMiss",
     "CacheStats",
@@ -54,11 +54,11 @@ __all__ = [
     "CachedResponse",
     "LLMCache",
     "active_cache",
-    "set_active_cache",
     "cache_key",
     "canonical_body",
     "clean_url",
     "parse_age",
+    "set_active_cache",
 ]
 
 #: mode → what it does; see the module docstring.
@@ -285,7 +285,9 @@ class CacheStore:
                 raise _Locked() from None
             raise self._bad(f"is not a SQLite database or is damaged ({exc})") from None
         if app != APPLICATION_ID and (tables or version):
-            raise self._bad("belongs to another program (not a pytest-context-bench cache)")
+            raise self._bad(
+                "belongs to another program (not a pytest-context-bench cache)"
+            )
         if version > SCHEMA_VERSION:
             raise self._bad(
                 f"was written by a newer pytest-context-bench (cache schema {version};"
@@ -330,11 +332,11 @@ class CacheStore:
                 raise self._bad(f"cannot be read ({exc})") from None
         if row is None:
             return None
-        return CachedResponse(int(row[0]), str(row[1]), bytes(row[2]), float(row[3]), str(row[4]))
+        return CachedResponse(
+            int(row[0]), str(row[1]), bytes(row[2]), float(row[3]), str(row[4])
+        )
 
-    def put(
-        self, key: str, method: str, url: str, response: CachedResponse
-    ) -> None:
+    def put(self, key: str, method: str, url: str, response: CachedResponse) -> None:
         """Store (or overwrite) ``response`` under ``key``."""
         with self._lock:
             conn = self._connect()

@@ -67,7 +67,9 @@ def parse_price(spec: str) -> tuple[str, Price]:
                 f"prices must be numbers >= 0; expected {form}, given: {spec!r}"
             )
         values.append(value)
-    return model.strip(), Price(values[0], values[1], values[2] if len(values) == 3 else None)
+    return model.strip(), Price(
+        values[0], values[1], values[2] if len(values) == 3 else None
+    )
 
 
 _PRICES: dict[str, Price] = {}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import warnings
 from typing import Any
@@ -37,9 +38,9 @@ import httpx
 
 from . import __version__
 from .cache import (
+    CachedResponse,
     CacheFileError,
     CacheMiss,
-    CachedResponse,
     LLMCache,
     active_cache,
     cache_key,
@@ -88,7 +89,7 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
     def num(value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return 0
-        return max(0, int(value)) if value == value else 0
+        return max(0, int(value)) if math.isfinite(value) else 0
 
     details = raw.get("prompt_tokens_details")
     cached = num(details.get("cached_tokens")) if isinstance(details, dict) else 0
@@ -96,7 +97,9 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
     return {
         "model": str(model) if model else "",
         "prompt_tokens": num(raw.get("prompt_tokens", raw.get("input_tokens"))),
-        "completion_tokens": num(raw.get("completion_tokens", raw.get("output_tokens"))),
+        "completion_tokens": num(
+            raw.get("completion_tokens", raw.get("output_tokens"))
+        ),
         "cached_tokens": cached,
     }
 
@@ -140,7 +143,11 @@ class _Core:
         scope = current_call()
         trial = scope.trial if scope is not None else 1
         facts["trial"] = trial
-        return cache, cache_key(request.method, str(request.url), canonical, trial), facts
+        return (
+            cache,
+            cache_key(request.method, str(request.url), canonical, trial),
+            facts,
+        )
 
     def lookup(
         self, cache: LLMCache, key: str, request: httpx.Request, facts: dict[str, Any]
@@ -166,7 +173,11 @@ class _Core:
         cache.count("misses")
         if cache.mode == "replay":
             miss = CacheMiss(
-                request.method, clean_url(str(request.url)), key, facts["trial"], cache.path
+                request.method,
+                clean_url(str(request.url)),
+                key,
+                facts["trial"],
+                cache.path,
             )
             scope = current_call()
             if scope is not None:
@@ -206,7 +217,9 @@ class _Core:
             except CacheFileError as exc:
                 self.broken(cache, exc)
         headers = [
-            (k, v) for k, v in response.headers.multi_items() if k.lower() not in _DROP_HEADERS
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in _DROP_HEADERS
         ]
         return httpx.Response(
             response.status_code,
@@ -214,7 +227,9 @@ class _Core:
             content=content,
             request=request,
             extensions={
-                k: v for k, v in response.extensions.items() if k in ("http_version", "reason_phrase")
+                k: v
+                for k, v in response.extensions.items()
+                if k in ("http_version", "reason_phrase")
             },
         )
 
@@ -336,7 +351,16 @@ def async_http_client(cache: Any = _DEFAULT, **kwargs: Any) -> httpx.AsyncClient
     )
 
 
-_TRANSPORT_ARGS = ("verify", "cert", "trust_env", "http1", "http2", "limits", "proxy", "retries")
+_TRANSPORT_ARGS = (
+    "verify",
+    "cert",
+    "trust_env",
+    "http1",
+    "http2",
+    "limits",
+    "proxy",
+    "retries",
+)
 
 
 def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -14,9 +14,9 @@ import pytest
 
 from pytest_context_bench.cache import (
     CACHE_FILE,
+    CachedResponse,
     CacheFileError,
     CacheMiss,
-    CachedResponse,
     CacheStore,
     LLMCache,
     cache_key,
@@ -30,7 +30,6 @@ from pytest_context_bench.pricing import Price, parse_price, usage_summary
 from pytest_context_bench.testing import FakeLLM, Reply
 from pytest_context_bench.transports import (
     AsyncCacheTransport,
-    CacheTransport,
     CacheWarning,
     async_http_client,
     http_client,
@@ -283,7 +282,7 @@ def test_another_programs_sqlite_file_is_refused(tmp_path: Path) -> None:
 # -- concurrency ----------------------------------------------------------------------
 
 
-def _writer(path: str, start: int, n: int, errors: "multiprocessing.Queue[str]") -> None:
+def _writer(path: str, start: int, n: int, errors: multiprocessing.Queue[str]) -> None:
     store = CacheStore(path)
     try:
         for i in range(start, start + n):

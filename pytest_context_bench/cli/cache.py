@@ -57,7 +57,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
 def _when(ts: float | None) -> str:
     if ts is None:
         return "-"
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S UTC"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,11 +73,18 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "clear":
             deleted = store.clear(args.older_than)
             what = "" if args.older_than is None else " older than the given age"
-            print(f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}{what} from {path}")
+            print(
+                f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}{what} from {path}"
+            )
             return 0
         info = store.info()
     except CacheFileError as exc:
-        print(f"ctxbench cache: {exc}".replace("; the run goes on without the cache.", "."), file=sys.stderr)
+        print(
+            f"ctxbench cache: {exc}".replace(
+                "; the run goes on without the cache.", "."
+            ),
+            file=sys.stderr,
+        )
         return 4
     finally:
         store.close()
@@ -86,7 +95,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{path}: no cache yet (0 entries)")
         return 0
     print(f"{path}")
-    print(f"  entries: {info['entries']}  size: {info['bytes'] / 1024:,.1f} KiB  schema: {info['schema_version']}")
+    print(
+        f"  entries: {info['entries']}  size: {info['bytes'] / 1024:,.1f} KiB  schema: {info['schema_version']}"
+    )
     print(f"  oldest: {_when(info['oldest'])}  newest: {_when(info['newest'])}")
     for version, n in info["versions"].items():
         print(f"  written by pytest-context-bench {version}: {n}")

@@ -13,8 +13,9 @@ same way (:func:`llm_summary`).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pytest
 
@@ -22,7 +23,15 @@ from ..cache import CacheFileError, LLMCache, set_active_cache
 from ..pricing import set_active_prices
 from .options import CACHE, PRICE, Settings
 
-__all__ = ["BROKEN_KEY", "activate", "asked", "deactivate", "default_cache_dir", "llm_summary", "summary_lines"]
+__all__ = [
+    "BROKEN_KEY",
+    "activate",
+    "asked",
+    "deactivate",
+    "default_cache_dir",
+    "llm_summary",
+    "summary_lines",
+]
 
 #: workerinput key: the controller found the cache file unusable (its message).
 BROKEN_KEY = "ctxbench_cache_broken"
@@ -58,7 +67,9 @@ def asked(config: pytest.Config, settings: Settings) -> bool:
     return False
 
 
-def activate(config: pytest.Config, settings: Settings, worker: bool) -> tuple[LLMCache, Any, Any]:
+def activate(
+    config: pytest.Config, settings: Settings, worker: bool
+) -> tuple[LLMCache, Any, Any]:
     """Build the run's cache and make it and the prices active.
 
     :returns: the cache and the previous active cache and prices (for
@@ -78,7 +89,8 @@ def activate(config: pytest.Config, settings: Settings, worker: bool) -> tuple[L
             if cache.mode == "replay":
                 raise pytest.UsageError(
                     f"{CACHE.flag}=replay: {exc}".replace(
-                        "; the run goes on without the cache.", "; nothing can be replayed."
+                        "; the run goes on without the cache.",
+                        "; nothing can be replayed.",
                     )
                 ) from None
             cache.broken = str(exc)
@@ -95,7 +107,9 @@ def deactivate(cache: LLMCache, previous: Any, prices: Any) -> None:
     set_active_prices(prices)
 
 
-def llm_summary(rows: Iterable[Any], cache: LLMCache | None, settings: Settings) -> dict[str, Any] | None:
+def llm_summary(
+    rows: Iterable[Any], cache: LLMCache | None, settings: Settings
+) -> dict[str, Any] | None:
     """Cache hits and misses, calls sent, tokens and money (spent and saved) over the
     rows' measured usage; ``None`` when no row made an LLM call through us."""
     totals = {
@@ -147,7 +161,10 @@ def llm_summary(rows: Iterable[Any], cache: LLMCache | None, settings: Settings)
             "replay_misses": misses,
         },
         "calls_sent": totals["calls"],
-        "tokens": {k: totals[k] for k in ("prompt_tokens", "completion_tokens", "cached_tokens")},
+        "tokens": {
+            k: totals[k]
+            for k in ("prompt_tokens", "completion_tokens", "cached_tokens")
+        },
         "saved_tokens": totals["saved_tokens"],
         "models": list(models),
     }
@@ -169,7 +186,9 @@ def _usd(value: float) -> str:
     return f"${value:,.2f}" if value >= 1 else f"${value:.6f}"
 
 
-def summary_lines(summary: dict[str, Any] | None, cache: LLMCache | None) -> list[tuple[str, dict[str, Any]]]:
+def summary_lines(
+    summary: dict[str, Any] | None, cache: LLMCache | None
+) -> list[tuple[str, dict[str, Any]]]:
     """The terminal lines of the LLM section."""
     lines: list[tuple[str, dict[str, Any]]] = []
     if cache is not None and cache.broken:
@@ -184,7 +203,9 @@ def summary_lines(summary: dict[str, Any] | None, cache: LLMCache | None) -> lis
             f"LLM cache {c['mode']}{where}: {c['hits']} hits, {c['misses']} misses,"
             f" {summary['calls_sent']} calls sent; saved {summary['saved_tokens']:,}"
             " tokens"
-            + (f", {_usd(summary['money']['saved_usd'])}" if "money" in summary else ""),
+            + (
+                f", {_usd(summary['money']['saved_usd'])}" if "money" in summary else ""
+            ),
             {},
         )
     )
@@ -233,4 +254,3 @@ def summary_lines(summary: dict[str, Any] | None, cache: LLMCache | None) -> lis
                 )
             )
     return lines
-
