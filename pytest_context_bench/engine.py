@@ -452,6 +452,13 @@ def evaluate(
         rows.extend(system_rows)
 
     names = [s.name for s in system_list]
+    if metrics is None and any(
+        "llm_usage" in r.metadata or "judge_usage" in r.metadata for r in rows
+    ):
+        # Calls were measured at the HTTP transport: money joins the defaults.
+        from .metrics import MoneyCost
+
+        mets.append(MoneyCost(threshold=threshold, score_field=score_field))
     summary = summarize(rows, mets, names)
     config = {
         "systems": names,

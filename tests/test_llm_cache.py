@@ -392,3 +392,26 @@ def test_a_system_that_hides_the_cache_miss_still_gets_a_row_naming_it(tmp_path:
     assert row.error["type"] == "pytest_context_bench.cache.CacheMiss"
     assert row.error["message"].startswith("cache miss in replay mode: POST")
     assert row.error["message"].endswith("(the System raised RuntimeError: Connection error.)")
+
+
+def test_evaluate_uses_the_active_cache_and_prices(tmp_path: Path) -> None:
+    from pytest_context_bench import evaluate
+    from pytest_context_bench.cache import set_active_cache
+    from pytest_context_bench.pricing import set_active_prices
+    from pytest_context_bench.systems import OpenAIProxy
+
+    examples = [{"id": str(i), "question": f"q{i}?", "answer": "x"} for i in range(3)]
+    previous = set_active_cache(LLMCache.in_dir(tmp_path))
+    old_prices = set_active_prices({"m": Price(1.0, 2.0)})
+    try:
+        with FakeLLM(handler=lambda r: Reply(text="x", usage={"prompt_tokens": 10, "completion_tokens": 1})) as llm:
+            proxy = OpenAIProxy(llm.base_url, model="m", name="p")
+            first = evaluate(proxy, examples, progress=False)
+            second = evaluate(proxy, examples, progress=False)
+            assert len(llm.requests) == 3
+    finally:
+        set_active_cache(previous)
+        set_active_prices(old_prices)
+    assert first.summary["p"]["cost_usd"] == second.summary["p"]["cost_usd"] == pytest.approx(36 / 1e6)
+    assert second.summary["p"]["saved_usd"] == pytest.approx(36 / 1e6)
+    assert [r.metadata["llm_usage"]["cache_hits"] for r in second.rows] == [1, 1, 1]
