@@ -80,6 +80,11 @@ def test_second_run_replays_everything_with_identical_scores(cached_project: pyt
         assert second.ret == 0, second.stdout.str()
         assert len(llm.requests) == sent == 60  # 30 System + 30 judge calls, once
     doc2 = _doc(cached_project)
+    import jsonschema
+
+    from pytest_context_bench.report.json_report import load_schema
+
+    jsonschema.validate(doc2, load_schema())
     assert _scores(doc1) == _scores(doc2)
     # the same summary but for timings and the money saved by the cache
     same = {k: {m: x for m, x in v.items() if not m.startswith("latency") and m != "saved_usd"} for k, v in doc1["summary"].items()}
