@@ -14,6 +14,11 @@ from .errors import ConfigError, CtxBenchError, DatasetError, LLMError, SystemLo
 from .results import EvalResult, EvalRow
 from .types import Evaluator, MemorySystem, Metric, System
 
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import httpx
+
 __all__ = [
     "__version__",
     "evaluate",
@@ -30,4 +35,21 @@ __all__ = [
     "DatasetError",
     "SystemLoadError",
     "LLMError",
+    "http_client",
+    "async_http_client",
 ]
+
+
+def http_client(**kwargs: Any) -> httpx.Client:
+    """An :class:`httpx.Client` through the run's LLM cache and usage meter, for
+    ``OpenAI(http_client=http_client())``; see :func:`.transports.http_client`."""
+    from .transports import http_client as make
+
+    return make(**kwargs)
+
+
+def async_http_client(**kwargs: Any) -> httpx.AsyncClient:
+    """The :class:`httpx.AsyncClient` twin of :func:`http_client`."""
+    from .transports import async_http_client as make
+
+    return make(**kwargs)

@@ -39,6 +39,9 @@ class CallScope:
     example_id: str
     trial: int = 1
     usage: list[dict[str, Any]] = field(default_factory=list)
+    #: how many of ``usage`` the System's own call produced (the rest came from the
+    #: evaluators); set by the runner when the System returns, ``None`` before.
+    system_calls: int | None = None
 
 
 _CURRENT: contextvars.ContextVar[CallScope | None] = contextvars.ContextVar(

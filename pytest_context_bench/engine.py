@@ -236,9 +236,48 @@ def run_example(
         trial=trial,
     )
     with call_scope(scope):
-        return _run_example(
-            system, example, evaluators, score_field, text_fields, tokenizer
+        row, raised = _run_example(
+            system, example, evaluators, score_field, text_fields, tokenizer, scope
         )
+    attach_usage(row, scope)
+    return row, raised
+
+
+def attach_usage(row: EvalRow, scope: CallScope) -> None:
+    """Put what the HTTP transports measured during ``scope`` into ``row.metadata``.
+
+    ``llm_usage`` (the System's calls: tokens, calls sent, cache hits, models) and
+    ``cost_usd`` / ``saved_usd`` when prices are set; ``judge_usage`` /
+    ``judge_cost_usd`` for the evaluators' calls (LLM judges, embeddings), kept apart
+    so that the System's cost of pass does not include the judge. When the System
+    failed on a replay-mode cache miss that its own client reported as something else
+    (the OpenAI SDK says "Connection error."), the row's error names the cache miss.
+    """
+    from .pricing import active_prices, usage_summary
+
+    prices = active_prices()
+    cut = scope.system_calls if scope.system_calls is not None else len(scope.usage)
+    for part, key, money in (
+        (scope.usage[:cut], "llm_usage", "cost_usd"),
+        (scope.usage[cut:], "judge_usage", "judge_cost_usd"),
+    ):
+        summary = usage_summary(part, prices)
+        if summary is None:
+            continue
+        if "cost_usd" in summary:
+            row.metadata[money] = summary.pop("cost_usd")
+            row.metadata["saved_usd" if key == "llm_usage" else "judge_saved_usd"] = (
+                summary.pop("saved_usd")
+            )
+        row.metadata[key] = summary
+    misses = [u["error"] for u in scope.usage if "error" in u]
+    if misses and row.error is not None and "cache miss" not in row.error["message"]:
+        row.error = {
+            **row.error,
+            "type": "pytest_context_bench.cache.CacheMiss",
+            "message": f"{misses[0]} (the System raised {row.error['type']}:"
+            f" {row.error['message']})",
+        }
 
 
 def _run_example(
@@ -248,6 +287,7 @@ def _run_example(
     score_field: str | None,
     text_fields: Sequence[str] | None,
     tokenizer: Callable[[str], int] | None,
+    scope: CallScope | None = None,
 ) -> tuple[EvalRow, BaseException | None]:
     __tracebackhide__ = True
     processed: dict[str, Any] | None = None
@@ -259,6 +299,8 @@ def _run_example(
     except Exception as exc:
         raised, error = exc, _error(exc, "system")
     latency = time.perf_counter() - start
+    if scope is not None:
+        scope.system_calls = len(scope.usage)
     row, ev_raised = score_processed(
         example,
         processed,
@@ -454,6 +496,13 @@ def evaluate(
         rows.extend(system_rows)
 
     names = [s.name for s in system_list]
+    if metrics is None and any(
+        "llm_usage" in r.metadata or "judge_usage" in r.metadata for r in rows
+    ):
+        # Calls were measured at the HTTP transport: money joins the defaults.
+        from .metrics import MoneyCost
+
+        mets.append(MoneyCost(threshold=threshold, score_field=score_field))
     summary = summarize(rows, mets, names)
     config = {
         "systems": names,

@@ -21,6 +21,8 @@ GATE_KINDS: dict[str, tuple[str, str]] = {
     "min_mean_score": ("mean_score", ">="),
     "max_cost_of_pass": ("cost_of_pass", "<="),
     "max_error_rate": ("error_rate", "<="),
+    "max_cost_usd": ("total_cost_usd", "<="),
+    "max_cost_of_pass_usd": ("cost_of_pass_usd", "<="),
 }
 
 
@@ -49,7 +51,12 @@ class GateResult:
     @property
     def reason(self) -> str:
         if math.isnan(self.value):
-            return f"{self.gate.metric} could not be measured (no example was scored)"
+            why = (
+                "no LLM call was measured, or a model has no --ctxbench-price"
+                if self.gate.metric.endswith("_usd")
+                else "no example was scored"
+            )
+            return f"{self.gate.metric} could not be measured ({why})"
         verb = "meets" if self.passed else "breaches"
         return (
             f"{self.gate.metric} = {_fmt(self.value)} {verb} the limit"

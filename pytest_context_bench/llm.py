@@ -10,6 +10,10 @@ LiteLLM, a compression proxy), with or without a trailing ``/v1``, and:
 - does not retry any other 4xx, an invalid JSON body or a reply of the wrong shape;
 - keeps one pooled :class:`httpx.Client` for all its calls, and at most
   ``concurrency`` requests in flight at once;
+- sends through :class:`~pytest_context_bench.transports.CacheTransport`: the run's
+  record/replay cache answers repeated requests, and each reply's token usage is
+  recorded for the row (a replay-mode miss raises
+  :class:`~pytest_context_bench.cache.CacheMiss`, not retried);
 - raises :class:`LLMError` for every failure, naming the URL (without credentials),
   the status and what was tried;
 - never lets the API key reach an exception message, a ``repr``, a log line or a
@@ -209,12 +213,17 @@ class LLMClient:
     def _client(self) -> httpx.Client:
         with self._lock:
             if self._http is None:
+                from .transports import CacheTransport
+
+                limits = httpx.Limits(
+                    max_connections=self.concurrency,
+                    max_keepalive_connections=self.concurrency,
+                )
                 self._http = httpx.Client(
                     timeout=httpx.Timeout(self.timeout),
-                    limits=httpx.Limits(
-                        max_connections=self.concurrency,
-                        max_keepalive_connections=self.concurrency,
-                    ),
+                    # The run's LLM cache and usage meter (transports.py); the
+                    # limits go to the transport that really sends.
+                    transport=CacheTransport(httpx.HTTPTransport(limits=limits)),
                     # Redirects could carry the key to another host.
                     follow_redirects=False,
                 )

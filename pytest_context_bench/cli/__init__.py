@@ -21,6 +21,7 @@ __all__ = ["COMMANDS", "main"]
 #: subcommand name → (module under this package, one-line help).
 COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "Compare two JSON reports: per suite and metric, the paired change, and the flipped examples."),
+    "cache": ("cache", "Look at or clear the LLM response cache."),
 }
 
 USAGE_ERROR = 4

@@ -13,7 +13,7 @@ from .latency import Latency
 from .per_qa_type import PerQATypeMetric
 from .scores import ErrorRate, MeanScore, PassRate, PerDatasetBreakdown, row_score
 from .summary import default_metrics, summarize
-from .token_stats import CompressionRatio, CostOfPass, ParetoRank
+from .token_stats import CompressionRatio, CostOfPass, MoneyCost, ParetoRank
 
 __all__ = [
     "CompressionRatio",
@@ -21,6 +21,7 @@ __all__ = [
     "ErrorRate",
     "Latency",
     "MeanScore",
+    "MoneyCost",
     "ParetoRank",
     "PassRate",
     "PerDatasetBreakdown",

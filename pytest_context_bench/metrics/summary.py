@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from .latency import Latency
 from .scores import ErrorRate, MeanScore, PassRate, PerDatasetBreakdown
-from .token_stats import CompressionRatio, CostOfPass, ParetoRank
+from .token_stats import CompressionRatio, CostOfPass, MoneyCost, ParetoRank
 
 if TYPE_CHECKING:
     from ..results import EvalRow
@@ -113,6 +113,7 @@ def default_metrics(
     *,
     n_datasets: int = 1,
     n_systems: int = 1,
+    money: bool = False,
 ) -> list[Metric]:
     """The metrics a run uses when none are given.
 
@@ -122,6 +123,7 @@ def default_metrics(
     :param n_datasets: the number of datasets; above 1 adds
         :class:`PerDatasetBreakdown`.
     :param n_systems: the number of systems; above 1 adds :class:`ParetoRank`.
+    :param money: add :class:`MoneyCost` (when rows carry measured LLM usage).
     :return: MeanScore, PassRate, CompressionRatio, CostOfPass, Latency, ErrorRate,
         then PerDatasetBreakdown and ParetoRank when they apply.
     """
@@ -133,6 +135,8 @@ def default_metrics(
         Latency(),
         ErrorRate(),
     ]
+    if money:
+        metrics.append(MoneyCost(threshold=threshold, score_field=score_field))
     if n_datasets > 1:
         metrics.append(PerDatasetBreakdown(score_field=score_field))
     if n_systems > 1:

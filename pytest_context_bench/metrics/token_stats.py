@@ -13,7 +13,7 @@ from .stats import mean
 if TYPE_CHECKING:
     from ..results import EvalRow
 
-__all__ = ["CompressionRatio", "CostOfPass", "ParetoRank"]
+__all__ = ["CompressionRatio", "CostOfPass", "MoneyCost", "ParetoRank"]
 
 
 @dataclass
@@ -75,6 +75,67 @@ class CostOfPass:
         passing = sum(1 for r in rows if _passes(r, self.threshold, self.score_field))
         cost = total_out / passing if passing else math.inf
         return {"cost_of_pass": float(cost), "num_passing": float(passing)}
+
+
+@dataclass
+class MoneyCost:
+    """Money spent, from the usage the HTTP transports measured and the price table.
+
+    Returns ``cost_usd`` (the System's calls), ``judge_cost_usd`` (the evaluators'
+    calls: LLM judges, embeddings), ``total_cost_usd`` (both), ``cost_of_pass_usd``
+    (``cost_usd`` per passing example, as :class:`CostOfPass` does with tokens; no
+    passing row gives ``inf``) and ``saved_usd`` (the part answered from the cache).
+    A row whose calls used a model without a price makes the sums ``nan`` (unknown,
+    which breaches a gate on them); a suite with no priced call gives ``nan``. Cache
+    hits cost what the call would have: a replayed run reports what it would cost.
+
+    :param threshold: the inclusive pass mark, as :class:`~.scores.PassRate`.
+    :param score_field: as in :class:`~.scores.MeanScore`.
+    """
+
+    threshold: float = 0.7
+    score_field: str | None = None
+    name = "cost_usd"
+
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
+        _check_field(self.score_field)
+
+    def compute(self, rows: list[EvalRow]) -> dict[str, float]:
+        """:param rows: the rows of one system."""
+        sums = {"cost_usd": 0.0, "judge_cost_usd": 0.0, "saved_usd": 0.0}
+        seen = {"cost_usd": False, "judge_cost_usd": False, "saved_usd": False}
+        for r in rows:
+            md = r.metadata
+            for key, usage in (
+                ("cost_usd", "llm_usage"),
+                ("judge_cost_usd", "judge_usage"),
+                ("saved_usd", "llm_usage"),
+            ):
+                if usage not in md:
+                    continue
+                value = md.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    sums[key] += float(value)
+                    seen[key] = True
+                else:
+                    sums[key] = math.nan  # a call without a price: unknown
+                    seen[key] = True
+        out = {k: (v if seen[k] else math.nan) for k, v in sums.items()}
+        if not seen["judge_cost_usd"]:
+            out["judge_cost_usd"] = 0.0  # no judge call: nothing spent
+        judge = out["judge_cost_usd"] if seen["judge_cost_usd"] else 0.0
+        out["total_cost_usd"] = (
+            out["cost_usd"] + judge if seen["cost_usd"] or seen["judge_cost_usd"] else math.nan
+        )
+        if not seen["cost_usd"] and seen["judge_cost_usd"]:
+            out["total_cost_usd"] = judge
+        passing = sum(1 for r in rows if _passes(r, self.threshold, self.score_field))
+        cost = out["cost_usd"]
+        out["cost_of_pass_usd"] = (
+            cost if math.isnan(cost) else cost / passing if passing else math.inf
+        )
+        return out
 
 
 def _point(

@@ -33,6 +33,7 @@ from .collection import (
     spec_from_marker,
     spec_from_settings,
 )
+from . import llmcache
 from .options import DATASET, LIST_DATASETS, SYSTEM, TOKENIZER, Settings, addoptions
 from .outputs import check_outputs, input_files, other_outputs
 from .recording import MemoryCache, Recorder, row_status
@@ -84,6 +85,9 @@ class State:
     #: environment variables set for the loaders → their values before (None: unset)
     saved_env: dict[str, str | None] = field(default_factory=dict)
     _tokenizer: Callable[[str], int] | None = None
+    #: the run's LLM cache, and what was active before (restored at unconfigure)
+    llm_cache: Any = None
+    llm_previous: tuple[Any, Any] | None = None
 
     def tokenizer(self) -> Callable[[str], int]:
         if self._tokenizer is None:
@@ -129,6 +133,8 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[name] = value
     if settings.list_datasets:
         return
+    if llmcache.asked(config, settings):
+        _activate_llm(config, state)
     try:
         systems = [load_system(path) for path in settings.systems]
         if settings.proxies:
@@ -185,7 +191,19 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         if state.cli_spec is not None:
             state.controller.expect(_suite_wire(state.cli_spec, state))
+        state.controller.llm_cache = state.llm_cache
         config.pluginmanager.register(state.controller, "ctxbench-controller")
+
+
+def _activate_llm(config: pytest.Config, state: State) -> None:
+    """Make the run's LLM cache and prices active, once (see plugin/llmcache.py)."""
+    if state.llm_previous is None:
+        state.llm_cache, *previous = llmcache.activate(
+            config, state.settings, is_worker(config)
+        )
+        state.llm_previous = (previous[0], previous[1])
+        if state.controller is not None:
+            state.controller.llm_cache = state.llm_cache
 
 
 def _one_line(exc: BaseException) -> str:
@@ -225,6 +243,17 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ[name] = value
     if state is not None and state.controller is not None:
         config.pluginmanager.unregister(state.controller)
+    if state is not None and state.llm_previous is not None:
+        llmcache.deactivate(state.llm_cache, *state.llm_previous)
+        state.llm_previous = None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    # xdist controller → worker: a cache file found unusable is not opened again.
+    state = node.config.stash.get(STATE_KEY, None)
+    if state is not None and state.llm_cache is not None and state.llm_cache.broken:
+        node.workerinput[llmcache.BROKEN_KEY] = state.llm_cache.broken
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -330,6 +359,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     state = config.stash.get(STATE_KEY, None)
     if state is None:
         return
+    if state.specs and not state.errors:
+        # Marked tests found: the plugin was asked after all (no option said so).
+        _activate_llm(config, state)
     if state.cli_spec is not None:
         collector = build_cli_collector(session, state.dirs, with_fixture=not state.systems)
         items.extend(session.genitems(collector))
@@ -388,6 +420,40 @@ def ctxbench_system(request: pytest.FixtureRequest) -> Any:
             pytrace=False,
         )
     return state.systems[0] if len(state.systems) == 1 else list(state.systems)
+
+
+@pytest.fixture(scope="session")
+def ctxbench_http_client(request: pytest.FixtureRequest) -> Generator[Any, None, None]:
+    """An ``httpx.Client`` through the run's LLM cache and usage meter:
+    ``OpenAI(http_client=ctxbench_http_client)``."""
+    from ..transports import http_client
+
+    _activate_llm(request.config, request.config.stash[STATE_KEY])
+    client = http_client()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    # Marker form: the test body calls the System itself; give its LLM calls the
+    # example's call scope (cache key trial, usage for the row), as run_example does.
+    recorder = item.stash.get(RECORDER_KEY, None)
+    if recorder is None:
+        return (yield)
+    from ..calls import CallScope, call_scope
+
+    ref = recorder.ref
+    scope = CallScope(
+        system=str(recorder.spec.default_system or "system"),
+        dataset=str(ref.dataset.tag),
+        example_id=ref.test_id,
+        trial=ref.trial or 1,
+    )
+    with call_scope(scope):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -7,6 +7,7 @@ given on the command line (``--ctxbench-dataset`` repeated) replaces the ini lis
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -279,6 +280,43 @@ CODE_NETWORK = _opt(
     " (refuse to run without network isolation) or allow. Default: auto",
     "POLICY",
 )
+CACHE = _opt(
+    "cache",
+    "str",
+    "LLM response cache: once (replay what is cached, call and record the rest),"
+    " replay (CI: a request not in the cache is that example's error and nothing is"
+    " sent), refresh (call everything again, overwrite) or off. Default: once",
+    "MODE",
+)
+CACHE_DIR = _opt(
+    "cache-dir",
+    "str",
+    "Directory of the LLM cache file (llm-cache.sqlite3). Default: ctxbench under"
+    " pytest's cache directory (.pytest_cache/d/ctxbench)",
+    "DIR",
+)
+PRICE = _opt(
+    "price",
+    "list",
+    "Price of a model, repeatable: MODEL=IN/OUT[/CACHED] in US dollars per million"
+    " prompt/completion/cached prompt tokens; turns measured usage into cost_usd. No"
+    " price is built in",
+    "SPEC",
+)
+MAX_COST_USD = _opt(
+    "max-cost-usd",
+    "float",
+    "Gate: fail the run when a suite's money spent (System and judge calls, priced"
+    " with --ctxbench-price, cache hits included) is above X US dollars",
+    "X",
+)
+MAX_COST_OF_PASS_USD = _opt(
+    "max-cost-of-pass-usd",
+    "float",
+    "Gate: fail the run when a suite's money per passing example (System calls,"
+    " priced with --ctxbench-price) is above X US dollars",
+    "X",
+)
 
 OPTIONS: tuple[Option, ...] = (
     DATASET,
@@ -325,6 +363,11 @@ OPTIONS: tuple[Option, ...] = (
     CODE_MEMORY,
     CODE_NETWORK,
     ALLOW_EMPTY,
+    CACHE,
+    CACHE_DIR,
+    PRICE,
+    MAX_COST_USD,
+    MAX_COST_OF_PASS_USD,
 )
 
 #: Trials per example at most (--ctxbench-repeat, repeat=): each trial of each
@@ -345,6 +388,8 @@ GATE_OPTIONS = {
     "min_mean_score": MIN_MEAN_SCORE,
     "max_cost_of_pass": MAX_COST_OF_PASS,
     "max_error_rate": MAX_ERROR_RATE,
+    "max_cost_usd": MAX_COST_USD,
+    "max_cost_of_pass_usd": MAX_COST_OF_PASS_USD,
 }
 
 
@@ -415,6 +460,8 @@ _RANGES: dict[str, dict[str, Any]] = {
     "min_mean_score": {},
     "max_cost_of_pass": {"lo": 0.0, "open_lo": True},
     "max_error_rate": {"lo": 0.0, "hi": 1.0},
+    "max_cost_usd": {"lo": 0.0},
+    "max_cost_of_pass_usd": {"lo": 0.0},
 }
 
 
@@ -462,6 +509,11 @@ class Settings:
     allow_empty: bool = False
     #: option dest -> absolute (not resolved) path, for each OUTPUT_OPTIONS given
     outputs: dict[str, Path] = field(default_factory=dict)
+    #: LLM cache mode (cache.MODES) and the directory of its file (None: default)
+    cache_mode: str = "once"
+    cache_dir: Path | None = None
+    #: model → Price, from --ctxbench-price
+    prices: dict[str, Any] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
@@ -691,7 +743,11 @@ class Settings:
                     f"{CODE_NETWORK.where(from_cli)} must be auto, deny or allow, given: {raw!r}"
                 )
             code["network"] = policy
+        cache_mode, cache_dir, prices = _cache_settings(get, invdir, inidir)
         return cls(
+            cache_mode=cache_mode,
+            cache_dir=cache_dir,
+            prices=prices,
             datasets=tuple(str(d).strip() for d in datasets),
             dataset_base=invdir if ds_cli else inidir,
             systems=tuple(str(s).strip() for s in systems),
@@ -736,6 +792,56 @@ class Settings:
         from ..datasets.selection import Selection
 
         return Selection(self.limit, self.sample, self.seed, self.shard)
+
+
+def _cache_settings(
+    get: Callable[[Option], tuple[Any, bool]], invdir: Path, inidir: Path
+) -> tuple[str, Path | None, dict[str, Any]]:
+    """The cache mode, the cache directory and the price table, validated."""
+    from ..cache import MODES
+    from ..pricing import parse_price
+
+    raw, from_cli = get(CACHE)
+    mode = str(raw).strip().lower() if raw else "once"
+    if mode not in MODES:
+        raise pytest.UsageError(
+            f"{CACHE.where(from_cli)} must be one of {', '.join(MODES)}, given: {raw!r}"
+            " (vcrpy/pytest-recording record modes: new_episodes = once, none ="
+            " replay, all = refresh)"
+        )
+    raw, from_cli = get(CACHE_DIR)
+    cache_dir = None
+    if raw:
+        cache_dir = Path(str(raw).strip()).expanduser()
+        if not cache_dir.is_absolute():
+            cache_dir = (invdir if from_cli else inidir) / cache_dir
+        probe = cache_dir
+        while not probe.exists() and probe.parent != probe:
+            probe = probe.parent
+        if not probe.is_dir():
+            raise pytest.UsageError(
+                f"{CACHE_DIR.where(from_cli)} must be a directory, but {probe} is a"
+                f" file, given: {raw!r}"
+            )
+        if mode != "off" and not os.access(probe, os.W_OK | os.X_OK):
+            raise pytest.UsageError(
+                f"{CACHE_DIR.where(from_cli)}: {probe} is not writable, given: {raw!r};"
+                f" point it at a writable directory or pass {CACHE.flag}=off"
+            )
+    specs, from_cli = get(PRICE)
+    prices: dict[str, Any] = {}
+    for spec in specs:
+        try:
+            model, price = parse_price(str(spec).strip())
+        except ValueError as exc:
+            raise pytest.UsageError(f"{PRICE.where(from_cli)}: {exc}") from None
+        if model in prices and prices[model] != price:
+            raise pytest.UsageError(
+                f"{PRICE.where(from_cli)} gives model {model!r} two different prices;"
+                " give one"
+            )
+        prices[model] = price
+    return mode, cache_dir, prices
 
 
 def _parse_shard(raw: Any, where: str) -> tuple[int, int]:

@@ -11,8 +11,8 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from ..calls import keep_io
-from ..engine import check_unique_names, run_example, score_processed
+from ..calls import current_call, keep_io
+from ..engine import attach_usage, check_unique_names, run_example, score_processed
 from ..memory import Conversation, ask_question, check_memory_system, ingest_conversation
 from ..errors import CtxBenchError
 from ..importing import check_system
@@ -114,6 +114,11 @@ class Recorder:
         else:
             name = getattr(system, "name", None) or str(system)
         elapsed = time.perf_counter() - self._start if latency is None else float(latency)
+        scope = current_call()
+        if scope is not None:
+            # What the test body's LLM calls measured so far is the System's; the
+            # evaluators' calls come after this mark.
+            scope.system_calls = len(scope.usage)
         with keep_io() as io:
             row, raised = score_processed(
                 self._original,
@@ -125,6 +130,10 @@ class Recorder:
                 text_fields=self.spec.text_fields,
                 tokenizer=self._tokenizer,
             )
+        if scope is not None:
+            attach_usage(row, scope)
+            scope.usage.clear()  # a second ctxbench_record call starts afresh
+            scope.system_calls = None
         self._add(row, self._sys_pos(system, 0), io)
         if raised is not None:
             raise raised

@@ -79,6 +79,9 @@ class Controller:
         #: "HTML report: PATH" lines, and the views that could not be written
         self.written: list[str] = []
         self.view_errors: list[str] = []
+        #: the run's LLM cache (set by the plugin) and what it and the calls did
+        self.llm_cache: Any = None
+        self.llm: dict[str, Any] | None = None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -203,6 +206,9 @@ class Controller:
         if not self.records and not self.lost and not self._gates_configured():
             return
         self.report = build_run_report(self.records, self.infos, self.lost)
+        from .llmcache import llm_summary
+
+        self.llm = llm_summary((r.row for r in self.records), self.llm_cache, self.settings)
         self._check_score_fields(session)
         failed_to_compare = False
         if self.baseline is not None:
@@ -331,6 +337,8 @@ class Controller:
             },
         }
         doc = to_json_dict(self.report, run=run, gates_enforced=self.gate_enforced, version=self.version)
+        if self.llm is not None:
+            doc["llm"] = json_safe(self.llm)
         if self.comparison is not None:
             doc["baseline_comparison"] = json_safe(
                 {
@@ -425,6 +433,10 @@ class Controller:
         ):
             tr.write_line(text, **markup)
         self._problem_lines(tr)
+        from .llmcache import summary_lines
+
+        for text, markup in summary_lines(self.llm, self.llm_cache):
+            tr.write_line(text, **markup)
         if self.comparison is not None:
             tr.write_line("")
             tr.write_line("baseline comparison:", bold=True)

@@ -121,6 +121,7 @@ def build_run_report(
             info.threshold,
             n_datasets=len(datasets),
             n_systems=len(labels),
+            money=_money(rows, info),
         )
         if any("qa_type" in r.metadata for r in rows):
             # Memory questions: the breakdown by question type, as evaluate_memory.
@@ -177,6 +178,16 @@ def build_run_report(
             )
             gates.extend(check_gates(label, {}, suite_gates))
     return RunReport(summary, suites, gates, ordered, sorted(set(lost)), intervals, repeats)
+
+
+_MONEY_GATES = ("max_cost_usd", "max_cost_of_pass_usd")
+
+
+def _money(rows: list[EvalRow], info: SuiteInfo) -> bool:
+    """Money metrics apply when calls were measured or a money gate is set."""
+    return any(info.limits.get(g) is not None for g in _MONEY_GATES) or any(
+        "llm_usage" in r.metadata or "judge_usage" in r.metadata for r in rows
+    )
 
 
 def _fold(recs: list[Record], info: SuiteInfo) -> list[EvalRow]:

@@ -25,6 +25,9 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("mean_input_tokens", "input tokens", "tokens"),
     ("mean_output_tokens", "output tokens", "tokens"),
     ("cost_of_pass", "tokens per pass", "tokens"),
+    ("cost_usd", "cost $", "usd"),
+    ("cost_of_pass_usd", "$ per pass", "usd"),
+    ("judge_cost_usd", "judge $", "usd"),
     ("latency_mean", "latency mean", "seconds"),
     ("latency_median", "latency p50", "seconds"),
     ("latency_p95", "latency p95", "seconds"),
@@ -174,6 +177,8 @@ def fmt_value(value: float | None, kind: str = "score") -> str:
         return f"{value:.0f}"
     if kind == "tokens":
         return f"{value:,.1f}"
+    if kind == "usd":  # cents matter above a dollar; fractions of a cent below
+        return f"{value:,.2f}" if value >= 1 else f"{value:.6f}"
     if kind == "seconds":
         return f"{value:.3f}s" if value >= 0.001 else f"{value * 1e6:.0f}µs"
     return f"{value:.4f}"
@@ -262,6 +267,11 @@ def render_lines(
         lines.append((f"pass{scope} = {what} >= {threshold:g}", {}))
     lines.append(("tokens per pass = output tokens per passing example (cost of pass)", {}))
     lines.append(("input/output tokens = mean per example", {}))
+    if any(c[0] == "cost_usd" for c in present):
+        lines.append((
+            "cost $ = US dollars of the System's LLM calls (--ctxbench-price; cache hits"
+            " priced as calls); $ per pass = cost $ per passing example; judge $ = the"
+            " evaluators' calls", {}))
     counts = report.status_counts
     if counts.get("below") or counts.get("error") or counts.get("unscored"):
         parts = [f"{counts[k]} {w}" for k, w in (("below", "below threshold"), ("error", "errored"), ("unscored", "not scored")) if counts.get(k)]

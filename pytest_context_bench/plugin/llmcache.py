@@ -1,0 +1,256 @@
+"""The LLM cache and the price table in a pytest run.
+
+Every process (controller and xdist workers) activates the same cache file and price
+table in ``pytest_configure`` (:func:`activate`), so the HTTP transports of
+:mod:`pytest_context_bench.transports` find them. Nothing is created on disk until
+the first LLM call. The controller checks an existing file once, up front: an
+unusable file is one line, and the run goes on without the cache (``replay`` mode
+stops instead: it has nothing to replay). What the cache did is read back from the
+rows (each carries its calls' usage), so in-process and ``-n 2`` runs are summed the
+same way (:func:`llm_summary`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..cache import CacheFileError, LLMCache, set_active_cache
+from ..pricing import set_active_prices
+from .options import CACHE, PRICE, Settings
+
+__all__ = [
+    "BROKEN_KEY",
+    "activate",
+    "asked",
+    "deactivate",
+    "default_cache_dir",
+    "llm_summary",
+    "summary_lines",
+]
+
+#: workerinput key: the controller found the cache file unusable (its message).
+BROKEN_KEY = "ctxbench_cache_broken"
+
+
+def default_cache_dir(config: pytest.Config) -> Path:
+    """``<pytest cache_dir>/d/ctxbench`` (where ``config.cache.mkdir`` puts dirs)."""
+    try:
+        name = str(config.getini("cache_dir"))
+    except ValueError:  # -p no:cacheprovider
+        name = ".pytest_cache"
+    base = Path(name).expanduser()
+    if not base.is_absolute():
+        base = config.rootpath / base
+    return base / "d" / "ctxbench"
+
+
+def asked(config: pytest.Config, settings: Settings) -> bool:
+    """True when an option or ini key asks for a benchmark run or for the cache.
+
+    The plugin does nothing unless asked: a project whose own tests call an LLM
+    through :class:`~pytest_context_bench.llm.LLMClient` gets no cache from merely
+    having the plugin installed. Marked tests and the ``ctxbench_http_client``
+    fixture activate it too, when they are used.
+    """
+    from .options import CACHE_DIR, JUDGE_URL, PROXY
+
+    if settings.datasets or settings.proxies or settings.prices:
+        return True
+    for opt in (CACHE, CACHE_DIR, JUDGE_URL, PROXY, PRICE):
+        if config.getoption(opt.dest) is not None or config.getini(opt.ini):
+            return True
+    return False
+
+
+def activate(
+    config: pytest.Config, settings: Settings, worker: bool
+) -> tuple[LLMCache, Any, Any]:
+    """Build the run's cache and make it and the prices active.
+
+    :returns: the cache and the previous active cache and prices (for
+        :func:`deactivate`).
+    :raises pytest.UsageError: when the file is unusable in ``replay`` mode.
+    """
+    directory = settings.cache_dir or default_cache_dir(config)
+    cache = LLMCache.in_dir(directory, settings.cache_mode)
+    if worker:
+        broken = getattr(config, "workerinput", {}).get(BROKEN_KEY)
+        if broken:
+            cache.broken = str(broken)
+    elif cache.mode != "off" and cache.path.exists():
+        try:
+            cache.store.info()
+        except CacheFileError as exc:
+            if cache.mode == "replay":
+                raise pytest.UsageError(
+                    f"{CACHE.flag}=replay: {exc}".replace(
+                        "; the run goes on without the cache.",
+                        "; nothing can be replayed.",
+                    )
+                ) from None
+            cache.broken = str(exc)
+        finally:
+            cache.store.close()
+    previous = set_active_cache(cache)
+    prices = set_active_prices(settings.prices)
+    return cache, previous, prices
+
+
+def deactivate(cache: LLMCache, previous: Any, prices: Any) -> None:
+    cache.store.close()
+    set_active_cache(previous)
+    set_active_prices(prices)
+
+
+def llm_summary(
+    rows: Iterable[Any], cache: LLMCache | None, settings: Settings
+) -> dict[str, Any] | None:
+    """Cache hits and misses, calls sent, tokens and money (spent and saved) over the
+    rows' measured usage; ``None`` when no row made an LLM call through us."""
+    totals = {
+        "calls": 0,
+        "cache_hits": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cached_tokens": 0,
+        "saved_tokens": 0,
+    }
+    money = {"cost_usd": 0.0, "judge_cost_usd": 0.0, "saved_usd": 0.0}
+    models: dict[str, None] = {}
+    unpriced: dict[str, None] = {}
+    misses = 0
+    seen = False
+    for row in rows:
+        md = row.metadata
+        for usage_key, cost_key, saved_key in (
+            ("llm_usage", "cost_usd", "saved_usd"),
+            ("judge_usage", "judge_cost_usd", "judge_saved_usd"),
+        ):
+            usage = md.get(usage_key)
+            if not isinstance(usage, dict):
+                continue
+            seen = True
+            for k in totals:
+                totals[k] += int(usage.get(k, 0))
+            models.update(dict.fromkeys(usage.get("models", ())))
+            unpriced.update(dict.fromkeys(usage.get("unpriced_models", ())))
+            for key, target in ((cost_key, cost_key), (saved_key, "saved_usd")):
+                value = md.get(key)
+                if isinstance(value, (int, float)):
+                    money[target] += float(value)
+                elif settings.prices:
+                    money[target] = math.nan
+        error = row.error or {}
+        if "cache miss in replay mode" in str(error.get("message", "")):
+            misses += 1
+    if not seen and not misses:
+        return None
+    out: dict[str, Any] = {
+        "cache": {
+            "mode": settings.cache_mode,
+            "path": str(cache.path) if cache is not None else None,
+            "unusable": cache.broken if cache is not None else None,
+            "hits": totals["cache_hits"],
+            # misses: requests not answered from the cache (sent, or refused in replay)
+            "misses": totals["calls"] + misses,
+            "replay_misses": misses,
+        },
+        "calls_sent": totals["calls"],
+        "tokens": {
+            k: totals[k]
+            for k in ("prompt_tokens", "completion_tokens", "cached_tokens")
+        },
+        "saved_tokens": totals["saved_tokens"],
+        "models": list(models),
+    }
+    if settings.prices:
+        out["money"] = {
+            "cost_usd": money["cost_usd"],
+            "judge_cost_usd": money["judge_cost_usd"],
+            "total_cost_usd": money["cost_usd"] + money["judge_cost_usd"],
+            "saved_usd": money["saved_usd"],
+            "unpriced_models": list(unpriced),
+            "prices_unused": [m for m in settings.prices if m not in models],
+        }
+    return out
+
+
+def _usd(value: float) -> str:
+    if math.isnan(value):
+        return "unknown"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.6f}"
+
+
+def summary_lines(
+    summary: dict[str, Any] | None, cache: LLMCache | None
+) -> list[tuple[str, dict[str, Any]]]:
+    """The terminal lines of the LLM section."""
+    lines: list[tuple[str, dict[str, Any]]] = []
+    if cache is not None and cache.broken:
+        lines.append((cache.broken, {"yellow": True}))
+    if summary is None:
+        return lines
+    c = summary["cache"]
+    where = f" ({c['path']})" if c["path"] and c["mode"] != "off" else ""
+    tokens = summary["tokens"]
+    lines.append(
+        (
+            f"LLM cache {c['mode']}{where}: {c['hits']} hits, {c['misses']} misses,"
+            f" {summary['calls_sent']} calls sent; saved {summary['saved_tokens']:,}"
+            " tokens"
+            + (
+                f", {_usd(summary['money']['saved_usd'])}" if "money" in summary else ""
+            ),
+            {},
+        )
+    )
+    if c["replay_misses"]:
+        lines.append(
+            (
+                f"{c['replay_misses']} example(s) errored on a replay-mode cache miss"
+                " (nothing sent); record them with --ctxbench-cache=once",
+                {"red": True},
+            )
+        )
+    lines.append(
+        (
+            f"LLM tokens (System and judge replies, cache hits included):"
+            f" {tokens['prompt_tokens']:,} prompt ({tokens['cached_tokens']:,} cached"
+            f" by the provider), {tokens['completion_tokens']:,} completion",
+            {},
+        )
+    )
+    money = summary.get("money")
+    if money is not None:
+        lines.append(
+            (
+                f"LLM money (--ctxbench-price): System {_usd(money['cost_usd'])}, judge"
+                f" {_usd(money['judge_cost_usd'])}, total {_usd(money['total_cost_usd'])}",
+                {},
+            )
+        )
+        if money["unpriced_models"]:
+            lines.append(
+                (
+                    f"{PRICE.flag}: no price for model(s)"
+                    f" {', '.join(map(repr, money['unpriced_models']))}, so their cost"
+                    f" is unknown; add {PRICE.flag}=MODEL=IN/OUT",
+                    {"yellow": True},
+                )
+            )
+        if money["prices_unused"]:
+            seen = ", ".join(map(repr, summary["models"])) or "none"
+            lines.append(
+                (
+                    f"{PRICE.flag}: price given for model(s)"
+                    f" {', '.join(map(repr, money['prices_unused']))} that no call used"
+                    f" (check the spelling; models seen: {seen})",
+                    {"yellow": True},
+                )
+            )
+    return lines

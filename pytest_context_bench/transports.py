@@ -1,0 +1,371 @@
+"""httpx transports that cache LLM replies and meter their token usage.
+
+:class:`CacheTransport` (sync) and :class:`AsyncCacheTransport` wrap another httpx
+transport. For each request they:
+
+1. look the request up in the run's :class:`~pytest_context_bench.cache.LLMCache`
+   (keyed by what is sent and the trial index; see :mod:`pytest_context_bench.cache`)
+   and answer from it on a hit, without sending anything;
+2. on a miss, send the request (``once``, ``refresh``) or raise
+   :class:`~pytest_context_bench.cache.CacheMiss` (``replay``), and store a 2xx JSON
+   reply of a non-streaming request;
+3. append the reply's ``usage`` (prompt, completion and cached tokens, the model, and
+   whether it came from the cache) to the current call's
+   :class:`~pytest_context_bench.calls.CallScope`, from which the engine computes each
+   row's tokens and money.
+
+:func:`http_client` and :func:`async_http_client` return httpx clients built on them:
+hand one to the OpenAI SDK (``OpenAI(http_client=http_client())``) and a System's
+calls are cached like the built-in ones. A transport given no cache uses the run's
+cache at request time (:func:`~pytest_context_bench.cache.active_cache`), so a client
+built before the run starts (at import time of a conftest) is still covered; outside
+a pytest run with no cache set, it only meters usage.
+
+A cache file that turns out unusable during the run is said once (a warning naming
+the file and the fix) and the run goes on without the cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+import warnings
+from typing import Any
+
+import httpx
+
+from . import __version__
+from .cache import (
+    CachedResponse,
+    CacheFileError,
+    CacheMiss,
+    LLMCache,
+    active_cache,
+    cache_key,
+    canonical_body,
+    clean_url,
+)
+from .calls import current_call
+
+__all__ = [
+    "AsyncCacheTransport",
+    "CacheTransport",
+    "async_http_client",
+    "http_client",
+    "usage_of",
+]
+
+_log = logging.getLogger(__name__)
+
+#: response header set on replies served from the cache.
+CACHE_HEADER = "x-ctxbench-cache"
+_DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
+_DEFAULT = object()
+
+
+class CacheWarning(UserWarning):
+    """The LLM cache could not be used; the run goes on without it."""
+
+    __module__ = "pytest_context_bench"
+
+
+def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
+    """The token usage of an OpenAI-style reply: ``prompt_tokens``,
+    ``completion_tokens``, ``cached_tokens`` (0 when not reported) and ``model``;
+    ``None`` when the reply reports no usage.
+
+    :param data: the parsed JSON reply.
+    :param request_model: the ``model`` the request asked for (preferred for pricing:
+        servers often answer with a dated variant).
+    """
+    if not isinstance(data, dict):
+        return None
+    raw = data.get("usage")
+    if not isinstance(raw, dict):
+        return None
+
+    def num(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return 0
+        return max(0, int(value)) if math.isfinite(value) else 0
+
+    details = raw.get("prompt_tokens_details")
+    cached = num(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    model = request_model or data.get("model")
+    return {
+        "model": str(model) if model else "",
+        "prompt_tokens": num(raw.get("prompt_tokens", raw.get("input_tokens"))),
+        "completion_tokens": num(
+            raw.get("completion_tokens", raw.get("output_tokens"))
+        ),
+        "cached_tokens": cached,
+    }
+
+
+class _Core:
+    """What the sync and async transports share: keys, lookups, stores, metering."""
+
+    def __init__(self, cache: Any) -> None:
+        self._cache = cache
+        self._said = False
+
+    def cache(self) -> LLMCache | None:
+        cache = active_cache() if self._cache is _DEFAULT else self._cache
+        if cache is None or not cache.enabled:
+            return None
+        return cache
+
+    def broken(self, cache: LLMCache, exc: CacheFileError) -> None:
+        if cache.broken is None:
+            cache.broken = str(exc)
+            warnings.warn(CacheWarning(str(exc)), stacklevel=2)
+
+    def plan(
+        self, request: httpx.Request, body: bytes
+    ) -> tuple[LLMCache | None, str | None, dict[str, Any]]:
+        """(cache, key, facts); key ``None``: not cacheable."""
+        facts: dict[str, Any] = {"model": None}
+        canonical = canonical_body(body)
+        parsed: Any = None
+        if canonical:
+            parsed = json.loads(canonical)
+            if isinstance(parsed, dict) and isinstance(parsed.get("model"), str):
+                facts["model"] = parsed["model"]
+        cache = self.cache()
+        if cache is None:
+            return None, None, facts
+        streaming = isinstance(parsed, dict) and bool(parsed.get("stream"))
+        if canonical is None or streaming:
+            cache.count("uncacheable")
+            return cache, None, facts
+        scope = current_call()
+        trial = scope.trial if scope is not None else 1
+        facts["trial"] = trial
+        return (
+            cache,
+            cache_key(request.method, str(request.url), canonical, trial),
+            facts,
+        )
+
+    def lookup(
+        self, cache: LLMCache, key: str, request: httpx.Request, facts: dict[str, Any]
+    ) -> httpx.Response | None:
+        if cache.mode == "refresh":
+            cache.count("misses")
+            return None
+        try:
+            entry = cache.store.get(key)
+        except CacheFileError as exc:
+            self.broken(cache, exc)
+            return None
+        if entry is not None:
+            cache.count("hits")
+            response = httpx.Response(
+                entry.status,
+                headers={"content-type": entry.content_type, CACHE_HEADER: "hit"},
+                content=entry.body,
+                request=request,
+            )
+            self.meter(entry.body, facts, "hit")
+            return response
+        cache.count("misses")
+        if cache.mode == "replay":
+            miss = CacheMiss(
+                request.method,
+                clean_url(str(request.url)),
+                key,
+                facts["trial"],
+                cache.path,
+            )
+            scope = current_call()
+            if scope is not None:
+                scope.usage.append({"cache": "miss", "error": str(miss)})
+            raise miss
+        return None
+
+    @staticmethod
+    def wants_body(response: httpx.Response) -> bool:
+        ctype = response.headers.get("content-type", "")
+        return 200 <= response.status_code < 300 and "event-stream" not in ctype
+
+    def finish(
+        self,
+        cache: LLMCache | None,
+        key: str | None,
+        request: httpx.Request,
+        response: httpx.Response,
+        content: bytes,
+        facts: dict[str, Any],
+    ) -> httpx.Response:
+        """Store and meter a read reply; return a fresh response with its body."""
+        ctype = response.headers.get("content-type", "application/json")
+        how = "off" if cache is None else "uncached" if key is None else "miss"
+        data = self.meter(content, facts, how)
+        if cache is not None and key is not None and data is not None:
+            try:
+                cache.store.put(
+                    key,
+                    request.method,
+                    str(request.url),
+                    CachedResponse(
+                        response.status_code, ctype, content, time.time(), __version__
+                    ),
+                )
+                cache.count("stored")
+            except CacheFileError as exc:
+                self.broken(cache, exc)
+        headers = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in _DROP_HEADERS
+        ]
+        return httpx.Response(
+            response.status_code,
+            headers=headers,
+            content=content,
+            request=request,
+            extensions={
+                k: v
+                for k, v in response.extensions.items()
+                if k in ("http_version", "reason_phrase")
+            },
+        )
+
+    def meter(self, content: bytes, facts: dict[str, Any], how: str) -> Any:
+        """Parse the reply; append its usage to the current call. Returns the parsed
+        JSON, or ``None`` when the body is not JSON."""
+        try:
+            data = json.loads(content)
+        except (ValueError, UnicodeDecodeError):
+            return None
+        scope = current_call()
+        if scope is not None:
+            usage = usage_of(data, facts.get("model"))
+            entry: dict[str, Any] = {"cache": how}
+            if usage is not None:
+                entry.update(usage)
+            elif facts.get("model"):
+                entry["model"] = facts["model"]
+            scope.usage.append(entry)
+        return data
+
+
+class CacheTransport(httpx.BaseTransport):
+    """A sync httpx transport that caches replies and meters usage.
+
+    :param transport: the transport that really sends (default
+        :class:`httpx.HTTPTransport`).
+    :param cache: the cache; default: the run's cache at request time
+        (:func:`~pytest_context_bench.cache.active_cache`); ``None``: no cache, only
+        metering.
+    """
+
+    def __init__(
+        self, transport: httpx.BaseTransport | None = None, cache: Any = _DEFAULT
+    ) -> None:
+        self.transport = transport if transport is not None else httpx.HTTPTransport()
+        self._core = _Core(cache)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        body = request.read()
+        cache, key, facts = self._core.plan(request, body)
+        if cache is not None and key is not None:
+            hit = self._core.lookup(cache, key, request, facts)
+            if hit is not None:
+                return hit
+        response = self.transport.handle_request(request)
+        if not self._core.wants_body(response):
+            return response
+        try:
+            content = response.read()
+        finally:
+            response.close()
+        return self._core.finish(cache, key, request, response, content, facts)
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+class AsyncCacheTransport(httpx.AsyncBaseTransport):
+    """The async twin of :class:`CacheTransport` (for :class:`httpx.AsyncClient`).
+
+    :param transport: the transport that really sends (default
+        :class:`httpx.AsyncHTTPTransport`).
+    :param cache: as in :class:`CacheTransport`.
+    """
+
+    def __init__(
+        self, transport: httpx.AsyncBaseTransport | None = None, cache: Any = _DEFAULT
+    ) -> None:
+        self.transport = (
+            transport if transport is not None else httpx.AsyncHTTPTransport()
+        )
+        self._core = _Core(cache)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = await request.aread()
+        # SQLite lookups take microseconds: run inline rather than in a thread.
+        cache, key, facts = self._core.plan(request, body)
+        if cache is not None and key is not None:
+            hit = self._core.lookup(cache, key, request, facts)
+            if hit is not None:
+                return hit
+        response = await self.transport.handle_async_request(request)
+        if not self._core.wants_body(response):
+            return response
+        try:
+            content = await response.aread()
+        finally:
+            await response.aclose()
+        return self._core.finish(cache, key, request, response, content, facts)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+def http_client(cache: Any = _DEFAULT, **kwargs: Any) -> httpx.Client:
+    """An :class:`httpx.Client` whose requests go through the run's LLM cache.
+
+    ``OpenAI(http_client=http_client())`` caches and meters a System's own OpenAI-SDK
+    calls like the built-in ones.
+
+    :param cache: as in :class:`CacheTransport` (default: the run's cache).
+    :param kwargs: passed to :class:`httpx.HTTPTransport` when they configure it
+        (``limits``, ``verify``, ``http2``, ``retries``...), else to
+        :class:`httpx.Client` (``timeout``, ``headers``...).
+    """
+    inner, outer = _split(kwargs)
+    return httpx.Client(
+        transport=CacheTransport(httpx.HTTPTransport(**inner), cache), **outer
+    )
+
+
+def async_http_client(cache: Any = _DEFAULT, **kwargs: Any) -> httpx.AsyncClient:
+    """The :class:`httpx.AsyncClient` twin of :func:`http_client`
+    (``AsyncOpenAI(http_client=async_http_client())``)."""
+    inner, outer = _split(kwargs)
+    return httpx.AsyncClient(
+        transport=AsyncCacheTransport(httpx.AsyncHTTPTransport(**inner), cache), **outer
+    )
+
+
+_TRANSPORT_ARGS = (
+    "verify",
+    "cert",
+    "trust_env",
+    "http1",
+    "http2",
+    "limits",
+    "proxy",
+    "retries",
+)
+
+
+def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    inner = {k: v for k, v in kwargs.items() if k in _TRANSPORT_ARGS}
+    outer = {k: v for k, v in kwargs.items() if k not in _TRANSPORT_ARGS}
+    if "trust_env" in inner:
+        outer["trust_env"] = inner["trust_env"]
+    return inner, outer

@@ -1,0 +1,417 @@
+"""The LLM cache: store, keys, transports (real HTTP on 127.0.0.1), prices, the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import sqlite3
+import time
+import warnings
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pytest_context_bench.cache import (
+    CACHE_FILE,
+    CachedResponse,
+    CacheFileError,
+    CacheMiss,
+    CacheStore,
+    LLMCache,
+    cache_key,
+    canonical_body,
+    clean_url,
+    parse_age,
+)
+from pytest_context_bench.calls import CallScope, call_scope
+from pytest_context_bench.cli import main as ctxbench
+from pytest_context_bench.pricing import Price, parse_price, usage_summary
+from pytest_context_bench.testing import FakeLLM, Reply
+from pytest_context_bench.transports import (
+    AsyncCacheTransport,
+    CacheWarning,
+    async_http_client,
+    http_client,
+)
+
+KEY = "sk-test-DO-NOT-STORE-1234567890"
+BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "temperature": 0}
+
+
+def _all_bytes(directory: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in directory.iterdir() if p.is_file())
+
+
+def _client(cache: LLMCache | None) -> httpx.Client:
+    return http_client(cache, headers={"Authorization": f"Bearer {KEY}", "api-key": KEY})
+
+
+# -- keys ---------------------------------------------------------------------------
+
+
+def test_key_is_the_canonical_body_method_url_and_trial() -> None:
+    a = canonical_body(b'{"b": 1, "a": [1, 2]}')
+    b = canonical_body(b'{ "a":[1,2],\n "b":1 }')
+    assert a == b == b'{"a":[1,2],"b":1}'
+    url = "http://h:1/v1/chat/completions"
+    k = cache_key("POST", url, a, 1)
+    assert k == cache_key("post", url, b, 1)
+    assert k != cache_key("POST", url, a, 2)  # trial index
+    assert k != cache_key("GET", url, a, 1)
+    assert k != cache_key("POST", url + "x", a, 1)
+    assert k != cache_key("POST", url, canonical_body(b'{"b": 1, "a": [2, 1]}') or b"", 1)
+    # credentials are not part of the key
+    assert cache_key("POST", "http://user:pw@h:1/v1/chat/completions?api_key=X", a, 1) == k
+    assert canonical_body(b"not json") is None
+
+
+def test_clean_url_drops_user_info_and_secret_query_parameters() -> None:
+    url = "https://me:pw@API.example.com:8443/v1/x?key=S1&b=2&access_token=S2&a=1"
+    assert clean_url(url) == "https://api.example.com:8443/v1/x?a=1&b=2"
+
+
+# -- the transport against a real server ----------------------------------------------
+
+
+def test_second_identical_request_is_served_from_the_cache(tmp_path: Path) -> None:
+    cache = LLMCache.in_dir(tmp_path)
+    with FakeLLM(handler=lambda r: Reply(text="hello", usage={"prompt_tokens": 7, "completion_tokens": 2})) as llm:
+        with _client(cache) as client:
+            first = client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+            # the same body with its keys in another order is the same request
+            reordered = dict(reversed(list(BODY.items())))
+            second = client.post(f"{llm.base_url}/v1/chat/completions", json=reordered)
+        assert len(llm.requests) == 1
+        url = f"{llm.base_url}/v1/chat/completions"
+    assert first.json() == second.json()
+    assert second.headers["x-ctxbench-cache"] == "hit"
+    assert cache.stats.as_dict() == {"hits": 1, "misses": 1, "stored": 1, "uncacheable": 0}
+    info = cache.store.info()
+    assert info["entries"] == 1 and info["versions"] == {"0.1.0": 1}
+    assert info["endpoints"][0]["url"] == url
+
+
+def test_api_key_appears_in_no_cache_byte(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_context_bench.llm import LLMClient
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    cache = LLMCache.in_dir(tmp_path / "c")
+    from pytest_context_bench.cache import set_active_cache
+
+    previous = set_active_cache(cache)
+    try:
+        # The server echoes the key back in its reply: the stored body is what the
+        # client would see, so the LLMClient's own redaction is not enough; the echo
+        # is checked below as well.
+        with FakeLLM(handler=lambda r: Reply(text="ok")) as llm:
+            client = LLMClient(llm.base_url, max_retries=0)
+            client.chat([{"role": "user", "content": "q"}], model="m")
+            client.embeddings(["a", "b"], model="e")
+            client.close()
+            assert llm.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    finally:
+        set_active_cache(previous)
+        cache.store.close()
+    assert cache.stats.stored == 2
+    data = _all_bytes(tmp_path / "c")
+    assert data and KEY.encode() not in data
+    assert b"Bearer" not in data
+
+
+@pytest.mark.parametrize(
+    "reply, body",
+    [
+        (Reply(status=500, text="boom"), BODY),
+        (Reply(status=429, text="slow", retry_after="0"), BODY),
+        (Reply(status=400, text="bad"), BODY),
+        (Reply(body="<html>not json</html>"), BODY),
+        (Reply(text="streamed"), {**BODY, "stream": True}),
+    ],
+    ids=["500", "429", "400", "not-json", "stream"],
+)
+def test_errors_non_json_and_streaming_are_not_cached(tmp_path: Path, reply: Reply, body: dict) -> None:
+    cache = LLMCache.in_dir(tmp_path)
+    with FakeLLM(handler=lambda r: reply) as llm:
+        with _client(cache) as client:
+            for _ in range(2):
+                client.post(f"{llm.base_url}/v1/chat/completions", json=body)
+        assert len(llm.requests) == 2
+    assert cache.stats.stored == 0
+    assert not cache.path.exists() or cache.store.info()["entries"] == 0
+
+
+def test_replay_miss_sends_nothing_and_names_the_miss(tmp_path: Path) -> None:
+    with FakeLLM(["recorded"]) as llm:
+        url = f"{llm.base_url}/v1/chat/completions"
+        with _client(LLMCache.in_dir(tmp_path, "once")) as client:
+            client.post(url, json=BODY)
+        replay = LLMCache.in_dir(tmp_path, "replay")
+        scope = CallScope("s", "d", "ex-1", trial=1)
+        with _client(replay) as client, call_scope(scope):
+            assert client.post(url, json=BODY).json()["choices"][0]["message"]["content"] == "recorded"
+            with pytest.raises(CacheMiss, match=r"cache miss in replay mode: POST .*chat/completions \(trial 1"):
+                client.post(url, json={**BODY, "temperature": 1})
+        assert len(llm.requests) == 1
+    assert [u["cache"] for u in scope.usage] == ["hit", "miss"]
+    assert "cache miss" in scope.usage[1]["error"]
+
+
+def test_trial_index_keeps_repeated_trials_apart(tmp_path: Path) -> None:
+    cache = LLMCache.in_dir(tmp_path)
+    with FakeLLM(handler=lambda r: Reply(text="x")) as llm:
+        url = f"{llm.base_url}/v1/chat/completions"
+        with _client(cache) as client:
+            for trial in (1, 2, 1, 2):
+                with call_scope(CallScope("s", "d", "e", trial=trial)):
+                    client.post(url, json=BODY)
+        assert len(llm.requests) == 2
+    assert cache.store.info()["entries"] == 2
+
+
+def test_refresh_calls_again_and_overwrites(tmp_path: Path) -> None:
+    replies = iter(["first", "second"])
+    with FakeLLM(handler=lambda r: Reply(text=next(replies))) as llm:
+        url = f"{llm.base_url}/v1/chat/completions"
+        with _client(LLMCache.in_dir(tmp_path)) as client:
+            client.post(url, json=BODY)
+        with _client(LLMCache.in_dir(tmp_path, "refresh")) as client:
+            assert client.post(url, json=BODY).json()["choices"][0]["message"]["content"] == "second"
+        with _client(LLMCache.in_dir(tmp_path, "replay")) as client:
+            assert client.post(url, json=BODY).json()["choices"][0]["message"]["content"] == "second"
+        assert len(llm.requests) == 2
+
+
+def test_usage_is_metered_into_the_call_scope_with_and_without_cache(tmp_path: Path) -> None:
+    usage = {"prompt_tokens": 100, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": 40}}
+    with FakeLLM(handler=lambda r: Reply(text="x", usage=usage)) as llm:
+        url = f"{llm.base_url}/v1/chat/completions"
+        scope = CallScope("s", "d", "e")
+        with call_scope(scope):
+            with _client(None) as client:  # no cache: metering only
+                client.post(url, json=BODY)
+            with _client(LLMCache.in_dir(tmp_path)) as client:
+                client.post(url, json=BODY)
+                client.post(url, json=BODY)
+    assert [u["cache"] for u in scope.usage] == ["off", "miss", "hit"]
+    assert all(
+        (u["model"], u["prompt_tokens"], u["completion_tokens"], u["cached_tokens"]) == ("m", 100, 5, 40)
+        for u in scope.usage
+    )
+
+
+def test_async_transport_caches_with_a_plain_async_client(tmp_path: Path) -> None:
+    cache = LLMCache.in_dir(tmp_path)
+
+    async def go(url: str) -> list[dict]:
+        transport = AsyncCacheTransport(httpx.AsyncHTTPTransport(), cache)
+        async with httpx.AsyncClient(transport=transport) as client:
+            scope = CallScope("s", "d", "e", trial=3)
+            with call_scope(scope):
+                out = [(await client.post(url, json=BODY)).json() for _ in range(3)]
+            assert [u["cache"] for u in scope.usage] == ["miss", "hit", "hit"]
+        async with async_http_client(LLMCache.in_dir(tmp_path, "replay")) as client:
+            with call_scope(CallScope("s", "d", "e", trial=3)):
+                out.append((await client.post(url, json=BODY)).json())
+        return out
+
+    with FakeLLM(["only once"]) as llm:
+        results = asyncio.run(go(f"{llm.base_url}/v1/chat/completions"))
+        assert len(llm.requests) == 1
+    assert len({str(r) for r in results}) == 1
+
+
+# -- bad files ------------------------------------------------------------------------
+
+
+def _recorded(tmp_path: Path, n: int = 50) -> Path:
+    store = CacheStore(tmp_path / CACHE_FILE)
+    for i in range(n):
+        store.put(f"k{i}", "POST", "http://h/v1/x", CachedResponse(200, "application/json", b"{}" * 500, time.time(), "0.1.0"))
+    store.close()
+    return tmp_path / CACHE_FILE
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty-header"])
+def test_a_damaged_file_is_one_clear_error_and_the_call_goes_on_uncached(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / CACHE_FILE
+    if damage == "garbage":
+        path.write_bytes(b"this is not a database at all\n" * 200)
+    elif damage == "truncated":
+        data = _recorded(tmp_path).read_bytes()
+        path.write_bytes(data[: len(data) // 3])
+    else:
+        data = _recorded(tmp_path).read_bytes()
+        path.write_bytes(b"\0" * 100 + data[100:])
+    with pytest.raises(CacheFileError, match=rf"the LLM cache {path} .*(not a SQLite|damaged|malformed|cannot)"):
+        store = CacheStore(path)
+        store.get("k1")
+        store.get("k49")
+    cache = LLMCache(path)
+    with FakeLLM(["live"]) as llm, _client(cache) as client:
+        with pytest.warns(CacheWarning, match="the run goes on without the cache"):
+            r = client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+        assert r.json()["choices"][0]["message"]["content"] == "live"
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once only
+            client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+        assert len(llm.requests) == 2
+
+
+def test_a_newer_schema_is_refused_not_overwritten(tmp_path: Path) -> None:
+    path = _recorded(tmp_path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(CacheFileError, match="newer pytest-context-bench .*schema 99"):
+        CacheStore(path).get("k1")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM entries").fetchone()[0] == 50
+    conn.close()
+
+
+def test_another_programs_sqlite_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / CACHE_FILE
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE photos (id INTEGER)")
+    conn.close()
+    with pytest.raises(CacheFileError, match="belongs to another program"):
+        CacheStore(path).get("k")
+
+
+# -- concurrency ----------------------------------------------------------------------
+
+
+def _writer(path: str, start: int, n: int, errors: multiprocessing.Queue[str]) -> None:
+    store = CacheStore(path)
+    try:
+        for i in range(start, start + n):
+            store.put(f"k{i}", "POST", "http://h/x", CachedResponse(200, "application/json", b'{"i": %d}' % i, time.time(), "t"))
+            store.get(f"k{i - 1}")
+    except Exception as exc:  # pragma: no cover - the assertion below shows it
+        errors.put(repr(exc))
+    finally:
+        store.close()
+
+
+def test_concurrent_writer_processes_lose_nothing(tmp_path: Path) -> None:
+    path = str(tmp_path / CACHE_FILE)
+    ctx = multiprocessing.get_context("spawn")
+    errors = ctx.Queue()
+    procs = [ctx.Process(target=_writer, args=(path, k * 400, 400, errors)) for k in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    found = []
+    while not errors.empty():
+        found.append(errors.get())
+    assert found == []
+    assert all(p.exitcode == 0 for p in procs)
+    assert CacheStore(path).info()["entries"] == 1200
+
+
+# -- prices ---------------------------------------------------------------------------
+
+
+def test_prices_parse_and_price_usage() -> None:
+    assert parse_price("gpt-4o-mini=0.15/0.60") == ("gpt-4o-mini", Price(0.15, 0.6))
+    assert parse_price("org/model:v1=1/2/0.5") == ("org/model:v1", Price(1.0, 2.0, 0.5))
+    for bad in ("gpt", "m=1", "m=1/x", "m=-1/2", "=1/2", "m=1/2/3/4", "m=nan/1"):
+        with pytest.raises(ValueError, match="MODEL=IN/OUT"):
+            parse_price(bad)
+    prices = {"m": Price(2.0, 10.0, 1.0)}
+    entries = [
+        {"cache": "miss", "model": "m", "prompt_tokens": 1000, "completion_tokens": 100, "cached_tokens": 400},
+        {"cache": "hit", "model": "m", "prompt_tokens": 1000, "completion_tokens": 100, "cached_tokens": 0},
+    ]
+    s = usage_summary(entries, prices)
+    assert s is not None
+    assert (s["calls"], s["cache_hits"], s["saved_tokens"]) == (1, 1, 1100)
+    assert s["cost_usd"] == pytest.approx((600 * 2 + 400 * 1 + 100 * 10 + 1000 * 2 + 100 * 10) / 1e6)
+    assert s["saved_usd"] == pytest.approx(3000 / 1e6)
+    unknown = usage_summary([{**entries[0], "model": "other"}], prices)
+    assert unknown is not None and unknown["cost_usd"] is None and unknown["unpriced_models"] == ["other"]
+
+
+# -- the ctxbench cache command -------------------------------------------------------
+
+
+def test_cache_command_info_and_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _recorded(tmp_path, 3)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE entries SET created = created - 40 * 86400 WHERE key = 'k0'")
+    conn.close()
+    assert ctxbench(["cache", "info", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "entries: 3" in out and "POST http://h/v1/x" in out
+    assert ctxbench(["cache", "clear", "--dir", str(tmp_path), "--older-than", "30d"]) == 0
+    assert "deleted 1 entry" in capsys.readouterr().out
+    assert ctxbench(["cache", "clear", "--dir", str(tmp_path)]) == 0
+    assert "deleted 2 entries" in capsys.readouterr().out
+    assert ctxbench(["cache", "clear", "--older-than", "soon"]) == 4
+    assert "--older-than: 'soon' is not an age" in capsys.readouterr().err
+    path.write_bytes(b"garbage" * 100)
+    assert ctxbench(["cache", "info", "--dir", str(tmp_path)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a SQLite database" in err
+
+
+def test_parse_age() -> None:
+    assert parse_age("30d") == 30 * 86400 and parse_age("1.5h") == 5400
+    with pytest.raises(ValueError, match="30d"):
+        parse_age("30 days")
+
+
+def test_a_system_that_hides_the_cache_miss_still_gets_a_row_naming_it(tmp_path: Path) -> None:
+    from pytest_context_bench.engine import run_example
+
+    class Wrapping:
+        name = "wrapping"
+
+        def __init__(self, url: str) -> None:
+            self.url = url
+
+        def process(self, example: dict) -> dict:
+            try:
+                with _client(LLMCache.in_dir(tmp_path, "replay")) as client:
+                    client.post(self.url, json={**BODY, "q": example["question"]})
+            except Exception:
+                raise RuntimeError("Connection error.") from None
+            return example
+
+    with FakeLLM() as llm:
+        row, raised = run_example(
+            Wrapping(f"{llm.base_url}/v1/chat/completions"),
+            {"id": "e1", "question": "q?", "answer": "a"},
+            [],
+        )
+        assert llm.requests == []
+    assert isinstance(raised, RuntimeError)
+    assert row.error is not None
+    assert row.error["type"] == "pytest_context_bench.cache.CacheMiss"
+    assert row.error["message"].startswith("cache miss in replay mode: POST")
+    assert row.error["message"].endswith("(the System raised RuntimeError: Connection error.)")
+
+
+def test_evaluate_uses_the_active_cache_and_prices(tmp_path: Path) -> None:
+    from pytest_context_bench import evaluate
+    from pytest_context_bench.cache import set_active_cache
+    from pytest_context_bench.pricing import set_active_prices
+    from pytest_context_bench.systems import OpenAIProxy
+
+    examples = [{"id": str(i), "question": f"q{i}?", "answer": "x"} for i in range(3)]
+    previous = set_active_cache(LLMCache.in_dir(tmp_path))
+    old_prices = set_active_prices({"m": Price(1.0, 2.0)})
+    try:
+        with FakeLLM(handler=lambda r: Reply(text="x", usage={"prompt_tokens": 10, "completion_tokens": 1})) as llm:
+            proxy = OpenAIProxy(llm.base_url, model="m", name="p")
+            first = evaluate(proxy, examples, progress=False)
+            second = evaluate(proxy, examples, progress=False)
+            assert len(llm.requests) == 3
+    finally:
+        set_active_cache(previous)
+        set_active_prices(old_prices)
+    assert first.summary["p"]["cost_usd"] == second.summary["p"]["cost_usd"] == pytest.approx(36 / 1e6)
+    assert second.summary["p"]["saved_usd"] == pytest.approx(36 / 1e6)
+    assert [r.metadata["llm_usage"]["cache_hits"] for r in second.rows] == [1, 1, 1]
