@@ -18,7 +18,8 @@ import pytest
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
 from ..report.run import Record, SuiteInfo
 from ..results import EvalRow, json_safe
-from .options import Settings
+from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
+from .options import GATE_PARTIAL, Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
 __all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX"]
@@ -64,7 +65,14 @@ class Controller:
         self.records: list[Record] = []
         self.infos: dict[str, SuiteInfo] = {}
         self.lost: list[str] = []
-        self._failed: list[tuple[str, bool]] = []
+        self._failed: list[tuple[str, bool, str]] = []
+        #: the examples collected (see manifest.py); from this process or the workers
+        self.manifest: dict[str, Any] = {}
+        self._reported: set[str] = set()
+        self._skipped: set[str] = set()
+        #: why the gates were not applied (partial or interrupted run), or None
+        self.gates_skipped: str | None = None
+        self.completeness: dict[str, Any] = {}
         self.report: RunReport | None = None
         self.json_error: str | None = None
         self.usage_errors: list[str] = []
@@ -79,9 +87,19 @@ class Controller:
         if self.usage_errors:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
+    def add_manifest(self, manifest: Any) -> None:
+        if isinstance(manifest, dict):
+            merge_manifest(self.manifest, manifest)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        # A crashed worker sends no workeroutput; the others' manifests suffice
+        # (every worker collects the same items).
+        self.add_manifest(getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY))
+
     @property
     def gate_enforced(self) -> bool:
-        return not self.settings.no_gate
+        return not self.settings.no_gate and self.gates_skipped is None
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → fingerprint: from this process and from every suite's reports."""
@@ -98,8 +116,13 @@ class Controller:
             # a crashed xdist worker, whose report carries no keywords): decided in
             # finish(), once every origin is known.
             if report.failed and report.when != "teardown":
-                self._failed.append((report.nodeid, "ctxbench" in report.keywords))
+                self._failed.append(
+                    (report.nodeid, "ctxbench" in report.keywords, str(report.longrepr))
+                )
+            elif report.skipped:
+                self._skipped.add(report.nodeid)
             return
+        self._reported.add(report.nodeid)
         suite = payload.get("suite")
         if suite is not None and str(suite["origin"]) not in self.infos:
             self.infos[str(suite["origin"])] = SuiteInfo.from_wire(suite)
@@ -117,17 +140,24 @@ class Controller:
         # rows are ours, leave only what pytest_report_teststatus reads again.
         setattr(report, REPORT_ATTR, _SLIM.get(payload["status"]) or {"v": payload["v"], "status": payload["status"]})
 
-    def finish(self, session: pytest.Session) -> None:
+    def finish(self, session: pytest.Session, stop: str | None = None) -> None:
+        """Aggregate, gate and write, once.
+
+        :param stop: why the run loop ended early (an exception: Ctrl-C, xdist's
+            ``-x``), or ``None``; ``session.shouldfail``/``shouldstop`` are read too.
+        """
         if self.report is not None:
             return
-        origins = set(self.infos)
-        for nodeid, marked in self._failed:
-            function = nodeid.split("[", 1)[0]
-            if marked or function in origins or function.endswith("ctxbench::example"):
-                self.lost.append(nodeid)
+        interrupted = stop is not None and not stop.startswith("stopping after")
+        stopped = stop or session.shouldfail or session.shouldstop
+        self._account(stopped=bool(stopped))
         if not self.records and not self.lost:
             return
-        self.report = build_run_report(self.records, self.infos, self.lost)
+        lost = self.lost + [d["nodeid"] for d in self._lost_rows]
+        self.report = build_run_report(self.records, self.infos, lost)
+        self._completeness(interrupted, str(stopped) if stopped else None)
+        if self.completeness.get("gates_skipped"):
+            self.gates_skipped = str(self.completeness["gates_skipped"])
         if self.baseline is not None:
             from ..baseline import check_datasets, compare
             from ..errors import ConfigError
@@ -172,13 +202,100 @@ class Controller:
             or bool(self.comparison is not None and self.comparison.breaches)
             or bool(self.unevaluated)
             or bool(self.changed_examples)
+            # Rows that could not even be placed (no manifest): missing data never
+            # passes a gate.
+            or bool(self.lost)
         )
         if breached and self.gate_enforced:
             # Too late to fail a test; the exit status comes from testsfailed
             # (the pytest-cov pattern), so the normal closing line still prints.
             session.testsfailed += 1
+        if self.settings.save_baseline is not None and not self.completeness.get("complete", True):
+            # A baseline is what later runs are held to: one recorded from part of
+            # the examples (or with crashed ones) would make every full run differ.
+            self.baseline_error = (
+                f"baseline not saved to {self.settings.save_baseline}: the run is"
+                f" incomplete ({self._incomplete_reason()}); re-run the whole suite"
+                " to record a baseline"
+            )
+            if not interrupted:
+                session.testsfailed += 1
         if self.settings.json_path is not None or self.settings.save_baseline is not None:
             self._write_json(session.config)
+
+    def _incomplete_reason(self) -> str:
+        c = self.completeness
+        if c.get("partial"):
+            return str(c["partial"])
+        n = len(c.get("lost", ())) + len(self.lost)
+        return f"{n} example(s) produced no row of their own"
+
+    def _account(self, *, stopped: bool) -> None:
+        """Turn the collected examples that produced no row into error rows."""
+        failed = {nodeid: text for nodeid, _, text in self._failed}
+        seen: dict[str, list[str]] = {}
+        for rec in self.records:
+            names = seen.setdefault(rec.origin, [])
+            if rec.row.system not in names:
+                names.append(rec.row.system)
+        lost_rows, self._counts = account(
+            self.manifest, self._reported, self._skipped, failed, seen, stopped=stopped
+        )
+        for origin, wire in self.manifest.get("suites", {}).items():
+            # How a suite is gated travels with its rows; when every row of a suite
+            # was lost, the manifest still says (its limits must not vanish).
+            if origin not in self.infos:
+                self.infos[origin] = SuiteInfo.from_wire(wire)
+        for d in lost_rows:
+            self.records.append(
+                Record(
+                    suite=d["suite"],
+                    origin=d["origin"],
+                    order=tuple(d["order"]),
+                    status="error",
+                    row=EvalRow.from_dict(d["row"]),
+                )
+            )
+        self._lost_rows = lost_rows
+        known = set(self.manifest.get("items", {}))
+        origins = set(self.infos)
+        for nodeid, marked, _ in self._failed:
+            if nodeid in known:
+                continue
+            function = nodeid.split("[", 1)[0]
+            if marked or function in origins or function.endswith("ctxbench::example"):
+                self.lost.append(nodeid)
+
+    def _completeness(self, interrupted: bool, stop: str | None) -> None:
+        assert self.report is not None
+        planned = sum(int(n) for n in self.manifest.get("planned", {}).values())
+        items = self.manifest.get("items", {})
+        not_run = list(self._counts["not_run"])
+        ran = sum(1 for n in items if n not in self._skipped) - len(not_run)
+        reason: str | None = None
+        if interrupted:
+            reason = f"the run was interrupted ({stop})" if stop else "the run was interrupted"
+        elif planned > len(items):
+            reason = f"pytest's selection kept {len(items)} of {planned} examples"
+        elif not_run:
+            reason = f"the run stopped early: {stop}"
+        skipped_gates = None
+        if reason is not None and (interrupted or not self.settings.gate_partial):
+            skipped_gates = f"{ran} of {max(planned, len(items))} examples ran; {reason}"
+        lost = [d["nodeid"] for d in self._lost_rows]
+        self.completeness = {
+            "complete": reason is None and not lost and not self.lost,
+            "interrupted": interrupted,
+            "partial": reason,
+            "planned": planned,
+            "selected": len(items),
+            "ran": ran,
+            "gates_skipped": skipped_gates,
+            "lost": lost,
+            "not_run": not_run,
+            "suites": self._counts["suites"],
+        }
+        self.report.completeness = self.completeness
 
     def _write_json(self, config: pytest.Config) -> None:
         assert self.report is not None
@@ -241,7 +358,7 @@ class Controller:
                 # Nothing computed is lost: the table still prints, the error is named.
                 self.json_error = f"could not write the JSON report to {path}: {exc.strerror or exc}"
                 warnings.warn(CtxBenchWarning(self.json_error), stacklevel=1)
-        if self.settings.save_baseline is not None:
+        if self.settings.save_baseline is not None and self.baseline_error is None:
             from ..baseline import git_commit, write_baseline
 
             try:
@@ -275,8 +392,27 @@ class Controller:
                     tr.write_line(f"  {line}")
                 if len(skipped) > 10:
                     tr.write_line(f"  ... and {len(skipped) - 10} more (see the JSON report)")
-        for text, markup in render_lines(self.report, gate_enforced=self.gate_enforced):
+        why_not = "gates skipped" if self.gates_skipped else "--ctxbench-no-gate"
+        for text, markup in render_lines(
+            self.report, gate_enforced=self.gate_enforced, why_not=why_not
+        ):
             tr.write_line(text, **markup)
+        for label, c in self.completeness.get("suites", {}).items():
+            if c["received"] < c["expected"]:
+                missing = ", ".join(c["lost"][:10]) + (" ..." if len(c["lost"]) > 10 else "")
+                tr.write_line(
+                    f"{label}: {c['received']} of {c['expected']} expected rows arrived"
+                    + (f"; lost (counted as errors): {missing}" if c["lost"] else "")
+                    + (f"; {c['not_run']} not run" if c["not_run"] else ""),
+                    yellow=True,
+                )
+        if self.gates_skipped:
+            tr.write_line(
+                f"gates skipped: {self.gates_skipped}"
+                + ("" if self.completeness.get("interrupted")
+                   else f" ({GATE_PARTIAL.flag} applies them anyway)"),
+                yellow=True,
+            )
         if self.comparison is not None:
             tr.write_line("")
             tr.write_line("baseline comparison:", bold=True)

@@ -12,6 +12,8 @@ Shape (validated by ``report.schema.json``, shipped with the package)::
       "gates": [{suite, gate, metric, op, limit, value, passed}],
       "gates_enforced": true,
       "lost": [nodeid, ...],                    # examples that produced no row
+      "complete": true,                         # false: partial, interrupted, lost rows
+      "completeness": {...expected vs received rows per suite...},
       "rows": [EvalRow.to_dict() + {"suite", "status"}, ...]
     }
 
@@ -67,6 +69,9 @@ def to_json_dict(
     }
     if report.repeats:
         doc["repeats"] = report.repeats
+    if report.completeness:
+        doc["complete"] = bool(report.completeness.get("complete", True))
+        doc["completeness"] = report.completeness
     return json_safe(doc)  # type: ignore[no-any-return]
 
 

@@ -54,7 +54,9 @@ def fmt_value(value: float | None, kind: str = "score") -> str:
 _FLAKY_SHOWN = 10
 
 
-def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple[str, dict[str, Any]]]:
+def render_lines(
+    report: RunReport, *, gate_enforced: bool = True, why_not: str = "--ctxbench-no-gate"
+) -> list[tuple[str, dict[str, Any]]]:
     lines: list[tuple[str, dict[str, Any]]] = []
     if not report.summary:
         return [("no example was scored", {"yellow": True})]
@@ -122,7 +124,7 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
         parts = [f"{counts[k]} {w}" for k, w in (("below", "below threshold"), ("error", "errored"), ("unscored", "not scored")) if counts.get(k)]
         lines.append(("examples: " + ", ".join(parts), {"yellow": True}))
     if report.lost:
-        lines.append((f"{len(report.lost)} example(s) produced no row (crashed or failed before scoring):", {"red": True}))
+        lines.append((f"{len(report.lost)} example(s) produced no row of their own (crashed or failed before scoring); each counts as an error:", {"red": True}))
         for nodeid in report.lost[:20]:
             lines.append((f"  {nodeid}", {"red": True}))
         if len(report.lost) > 20:
@@ -130,7 +132,7 @@ def render_lines(report: RunReport, *, gate_enforced: bool = True) -> list[tuple
 
     if report.gates:
         lines.append(("", {}))
-        suffix = "" if gate_enforced else " (not enforced: --ctxbench-no-gate)"
+        suffix = "" if gate_enforced else f" (not enforced: {why_not})"
         lines.append((f"gates{suffix}:", {"bold": True}))
         for g in report.gates:
             verdict = "PASS" if g.passed else "FAIL"
