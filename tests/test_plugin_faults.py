@@ -181,3 +181,74 @@ def test_no_baseline_from_a_partial_run(project: pytest.Pytester) -> None:
     assert result.ret == 1
     result.stdout.fnmatch_lines(["baseline not saved to *base.json: the run is incomplete (pytest's selection kept 1 of 6 examples)*"])
     assert not (project.path / "base.json").exists()
+
+
+HANG_PY = """
+import pathlib
+import time
+
+class Hang:
+    name = "hang"
+    def process(self, example):
+        if example["id"] == "q-4":
+            pathlib.Path("hanging").write_text("x")
+            while True:
+                time.sleep(0.05)
+        return {**example, "response": str(example["answer"])}
+
+hang = Hang()
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+def test_ctrl_c_writes_an_incomplete_report(project: pytest.Pytester, workers: list[str]) -> None:
+    project.makepyfile(hang=HANG_PY)
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+           "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=hang:hang",
+           "--ctxbench-min-pass-rate=0.99", "--ctxbench-json=out.json", *workers]
+    # A background job of a non-interactive shell ignores SIGINT: restore it.
+    proc = subprocess.Popen(
+        cmd, cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (project.path / "hanging").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "never reached q-4"
+            time.sleep(0.05)
+        time.sleep(0.3)  # let the other worker finish its share
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = out.decode()
+    assert proc.returncode == 2, text
+    assert "ctxbench summary" in text
+    assert "gates skipped:" in text and "interrupted" in text
+    doc = read_json(project.path / "out.json")
+    jsonschema.validate(doc, load_schema())
+    assert doc["complete"] is False
+    assert doc["completeness"]["interrupted"] is True
+    assert doc["gates_enforced"] is False
+    ids = {r["example_id"] for r in doc["rows"] if r["error"] is None}
+    assert "q-4" not in ids and {"q-1", "q-2", "q-3"} <= ids
+
+
+def test_pytest_timeout_makes_an_error_row(project: pytest.Pytester, mode_args: list[str]) -> None:
+    pytest.importorskip("pytest_timeout")
+    project.makepyfile(hang=HANG_PY)
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=hang:hang",
+        "--ctxbench-json=out.json", "--timeout=1", *mode_args,
+    )
+    assert result.ret == 1
+    result.assert_outcomes(passed=5, failed=1)
+    doc = read_json(project.path / "out.json")
+    rows = {r["example_id"]: r for r in doc["rows"]}
+    assert len(rows) == 6
+    assert rows["q-4"]["error"]["type"] == "Timeout"
+    assert "Timeout (>1.0s)" in rows["q-4"]["error"]["message"]
+    assert doc["summary"]["hang"]["error_rate"] == pytest.approx(1 / 6)
+    assert doc["completeness"]["suites"]["hang"]["lost"] == ["qa/q-4"]

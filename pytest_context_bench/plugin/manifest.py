@@ -110,6 +110,8 @@ WORKER_CRASHED = "WorkerCrashed"
 #: The error type of an example whose test failed before it recorded a row (a
 #: fixture error, a marked test that never called ``ctxbench_record``).
 NOT_SCORED = "NotScored"
+#: The error type of an example stopped by pytest-timeout's ``--timeout``.
+TIMED_OUT = "Timeout"
 
 
 def _first_line(text: str) -> str:
@@ -180,6 +182,9 @@ def account(
                 counts["lost"].append(f"{ident['dataset']}/{ident['example_id']}")
                 if text is not None and "crashed while running" in text:
                     kind, message = WORKER_CRASHED, _first_line(text)
+                elif text is not None and "from pytest-timeout" in text:
+                    kind = TIMED_OUT
+                    message = f"{nodeid}: {_first_line(text)}"
                 elif text is not None:
                     kind = NOT_SCORED
                     message = f"{nodeid} failed before recording a row: {_first_line(text)}"
