@@ -17,7 +17,8 @@ import pytest
 
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
 from ..report.run import Record, SuiteInfo
-from ..results import EvalRow, json_safe
+from ..results import EvalRow
+from ..verdict import Verdict, comparison_doc, comparison_lines
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
 from .options import GATE_PARTIAL, Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
@@ -61,6 +62,7 @@ class Controller:
         self.baseline = baseline
         self._fingerprints = fingerprints
         self.comparison: Any = None
+        self.verdict: Verdict | None = None
         self.baseline_error: str | None = None
         self.records: list[Record] = []
         self.infos: dict[str, SuiteInfo] = {}
@@ -158,54 +160,29 @@ class Controller:
         self._completeness(interrupted, str(stopped) if stopped else None)
         if self.completeness.get("gates_skipped"):
             self.gates_skipped = str(self.completeness["gates_skipped"])
-        if self.baseline is not None:
-            from ..baseline import check_datasets, compare
-            from ..errors import ConfigError
+        from ..verdict import judge
 
-            try:
-                # Marked tests' datasets are known only now (under xdist the
-                # controller never loads them): a changed one voids the comparison.
-                check_datasets(self.baseline, self.fingerprints())
-            except ConfigError as exc:
-                self.baseline_error = f"baseline not compared: {exc}"
-                session.testsfailed += 1
-                self.baseline = None
-        if self.baseline is not None:
-            self.comparison = compare(
-                self.baseline,
-                self.report,
-                self.settings.max_drops,
-                confidence=self.settings.confidence,
-            )
-        self.unevaluated: list[str] = []
-        if self.comparison is not None and self.settings.max_drops:
-            # A max-drop gate that compared nothing must not pass silently: a renamed
-            # dataset file or System would otherwise walk around it.
-            self.unevaluated = sorted(
-                [s.suite for s in self.comparison.suites if s.n_matched == 0]
-                + list(self.comparison.only_baseline)
-            )
-        self.changed_examples: list[str] = []
-        if self.comparison is not None and self.settings.require_same_examples:
-            # Opt-in: a run must compare the same examples as its baseline.
-            for s in self.comparison.suites:
-                if s.new or s.missing:
-                    self.changed_examples.append(
-                        f"{s.suite}: {len(s.new)} example(s) new since the baseline,"
-                        f" {len(s.missing)} missing from this run"
-                    )
-            self.changed_examples += [
-                f"{label}: not in the baseline" for label in self.comparison.only_current
-            ] + [f"{label}: in the baseline but not run" for label in self.comparison.only_baseline]
-        breached = (
-            bool(self.report.breaches)
-            or bool(self.comparison is not None and self.comparison.breaches)
-            or bool(self.unevaluated)
-            or bool(self.changed_examples)
-            # Rows that could not even be placed (no manifest): missing data never
-            # passes a gate.
-            or bool(self.lost)
+        # Marked tests' datasets are known only now (under xdist the controller
+        # never loads them): a changed one voids the comparison.
+        self.verdict = judge(
+            self.report,
+            self.baseline,
+            max_drops=self.settings.max_drops,
+            confidence=self.settings.confidence,
+            require_same_examples=self.settings.require_same_examples,
+            fingerprints=self.fingerprints() if self.baseline is not None else None,
         )
+        self.comparison = self.verdict.comparison
+        if self.verdict.baseline_error is not None:
+            # A baseline that cannot be compared is a configuration problem: it
+            # fails even a run whose gates are not applied.
+            self.baseline_error = self.verdict.baseline_error
+            session.testsfailed += 1
+        # Rows that could not even be placed (no manifest): missing data never
+        # passes a gate.
+        breached = (
+            self.verdict.breached and self.verdict.baseline_error is None
+        ) or bool(self.lost)
         if breached and self.gate_enforced:
             # Too late to fail a test; the exit status comes from testsfailed
             # (the pytest-cov pattern), so the normal closing line still prints.
@@ -324,32 +301,9 @@ class Controller:
             },
         }
         doc = to_json_dict(self.report, run=run, gates_enforced=self.gate_enforced, version=self.version)
-        if self.comparison is not None:
-            doc["baseline_comparison"] = json_safe(
-                {
-                    "baseline": str(self.comparison.baseline_path),
-                    "confidence": self.comparison.confidence,
-                    "unevaluated": list(self.unevaluated),
-                    "changed_examples": list(self.changed_examples),
-                    "metrics": [
-                        {
-                            "suite": m.suite,
-                            "metric": m.metric,
-                            "then": m.then,
-                            "now": m.now,
-                            "change": m.result.diff,
-                            "ci_low": m.result.ci_low,
-                            "ci_high": m.result.ci_high,
-                            "test": m.result.test,
-                            "p_value": m.result.p_value,
-                            "tolerance": None if m.tolerance is None else str(m.tolerance),
-                            "passed": not m.failed,
-                        }
-                        for s in self.comparison.suites
-                        for m in s.metrics
-                    ],
-                }
-            )
+        comparison = comparison_doc(self.verdict) if self.verdict is not None else None
+        if comparison is not None:
+            doc["baseline_comparison"] = comparison
         if self.settings.json_path is not None:
             path: Path = self.settings.json_path
             try:
@@ -413,25 +367,10 @@ class Controller:
                    else f" ({GATE_PARTIAL.flag} applies them anyway)"),
                 yellow=True,
             )
-        if self.comparison is not None:
-            tr.write_line("")
-            tr.write_line("baseline comparison:", bold=True)
-            for text in self.comparison.lines():
-                failed = "FAILED" in text or "breached" in text
-                tr.write_line(text, **({"red": True} if failed and self.gate_enforced else {}))
-            for text in self.changed_examples:
-                tr.write_line(
-                    f"FAILED {text} (--ctxbench-require-same-examples); re-create the"
-                    " baseline with --ctxbench-save-baseline if the change is intended",
-                    **({"red": True} if self.gate_enforced else {}),
-                )
-            for suite in self.unevaluated:
-                tr.write_line(
-                    f"FAILED {suite}: the max-drop gates compared no example of this"
-                    " baseline suite (renamed dataset or System?); re-create the"
-                    " baseline with --ctxbench-save-baseline if the change is intended",
-                    **({"red": True} if self.gate_enforced else {}),
-                )
+        for text, markup in (
+            comparison_lines(self.verdict, self.gate_enforced) if self.verdict else ()
+        ):
+            tr.write_line(text, **markup)
         if self.settings.json_path is not None:
             if self.json_error:
                 tr.write_line(self.json_error, red=True)
