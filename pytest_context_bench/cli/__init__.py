@@ -19,7 +19,9 @@ from collections.abc import Sequence
 __all__ = ["COMMANDS", "main"]
 
 #: subcommand name → (module under this package, one-line help).
-COMMANDS: dict[str, tuple[str, str]] = {}
+COMMANDS: dict[str, tuple[str, str]] = {
+    "merge": ("merge", "Merge the JSON reports of --ctxbench-shard jobs into one report and one gate."),
+}
 
 USAGE_ERROR = 4
 

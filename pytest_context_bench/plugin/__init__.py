@@ -78,6 +78,7 @@ class State:
                 "family": ds.family,
                 "source": str(getattr(ds, "source", getattr(ds, "path", ds.tag))),
                 "examples": len(ds),
+                "fingerprint": ds.fingerprint,
                 "selected": selected,
                 "selection": spec.selection.describe(),
                 "skipped_records": [s.describe() for s in skipped],

@@ -53,6 +53,9 @@ def to_json_dict(
         d = rec.row.to_dict()
         d["suite"] = rec.suite
         d["status"] = rec.status
+        # Where the row sorts in one unsharded run: what lets ``ctxbench merge``
+        # recompute every interval exactly as the whole run would.
+        d["order"] = list(rec.order)
         rows.append(d)
     doc = {
         "schema_version": SCHEMA_VERSION,
