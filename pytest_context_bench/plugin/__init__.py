@@ -32,7 +32,15 @@ from .collection import (
     spec_from_marker,
     spec_from_settings,
 )
-from .options import DATASET, LIST_DATASETS, SYSTEM, TOKENIZER, Settings, addoptions
+from .options import (
+    DATASET,
+    LIST_DATASETS,
+    PROXY_NAME,
+    SYSTEM,
+    TOKENIZER,
+    Settings,
+    addoptions,
+)
 from .recording import MemoryCache, Recorder, row_status
 from .manifest import WORKEROUTPUT_KEY, build_manifest
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
@@ -146,6 +154,12 @@ def pytest_configure(config: pytest.Config) -> None:
             state.systems = tuple(systems)
             check_unique_names(state.systems)
     except CtxBenchError as exc:
+        if settings.proxies and "two systems are named" in str(exc):
+            raise pytest.UsageError(
+                f"{settings.where[SYSTEM.dest]}: {_one_line(exc)} Proxies are named"
+                f" after their model and host (never the port): name each with"
+                f" {PROXY_NAME.flag}, in order."
+            ) from None
         raise pytest.UsageError(f"{settings.where[SYSTEM.dest]}: {_one_line(exc)}") from None
     try:
         # Loaded before collection: the memory its construction needed for a moment
