@@ -150,6 +150,9 @@ class Controller:
         """
         if self.report is not None:
             return
+        option = session.config.option
+        if any(getattr(option, name, False) for name in ("collectonly", "setuponly", "setupplan")):
+            return  # nothing was meant to run: no rows, no verdict
         interrupted = stop is not None and not stop.startswith("stopping after")
         stopped = stop or session.shouldfail or session.shouldstop
         self._account(stopped=bool(stopped))
