@@ -19,18 +19,28 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import ConfigError
 from .report.run import Record, RunReport, SuiteInfo, build_run_report
 from .results import EvalRow
 
-__all__ = ["Shard", "load_shard", "merge_shards", "MergedRun"]
+__all__ = ["MergedRun", "Shard", "load_shard", "merge_shards"]
 
-_ROW_FIELDS = ("system", "example_id", "dataset", "scores", "input_tokens",
-               "output_tokens", "latency", "metadata", "error")
+_ROW_FIELDS = (
+    "system",
+    "example_id",
+    "dataset",
+    "scores",
+    "input_tokens",
+    "output_tokens",
+    "latency",
+    "metadata",
+    "error",
+)
 # Options that may differ between the shards of one run.
 _PER_SHARD_OPTIONS = ("shard",)
 
@@ -74,7 +84,9 @@ def load_shard(path: str | os.PathLike[str]) -> Shard:
     except FileNotFoundError:
         raise ConfigError(f"shard {p}: no such file.") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"shard {p}: cannot be read ({getattr(exc, 'strerror', None) or exc}).") from None
+        raise ConfigError(
+            f"shard {p}: cannot be read ({getattr(exc, 'strerror', None) or exc})."
+        ) from None
     if not text.strip():
         raise ConfigError(
             f"shard {p} is empty (did its job die before writing the report?); re-run that job."
@@ -87,14 +99,20 @@ def load_shard(path: str | os.PathLike[str]) -> Shard:
             f" column {exc.colno}; re-run that job."
         ) from None
     if not isinstance(doc, dict):
-        raise ConfigError(f"shard {p} is not a pytest-context-bench JSON report (not an object).")
+        raise ConfigError(
+            f"shard {p} is not a pytest-context-bench JSON report (not an object)."
+        )
     if doc.get("kind") == BASELINE_KIND:
         raise ConfigError(
             f"shard {p} is a baseline file, not a JSON report (--ctxbench-json); pass"
             " a baseline with --ctxbench-baseline."
         )
     version = doc.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+    if (
+        isinstance(version, int)
+        and not isinstance(version, bool)
+        and version > SCHEMA_VERSION
+    ):
         raise ConfigError(
             f"shard {p} has schema_version {version}, newer than this pytest-context-bench"
             f" reads ({SCHEMA_VERSION}); upgrade pytest-context-bench to merge it."
@@ -154,10 +172,20 @@ def _check_same_run(shards: Sequence[Shard]) -> None:
                     f"shards from different runs: option {key!r} is {opts_a.get(key)!r} in"
                     f" {first.path} and {opts_b.get(key)!r} in {shard.path}."
                 )
-        ds_a = [{k: d.get(k) for k in ("tag", "family", "source", "examples", "fingerprint")}
-                for d in first.doc["run"].get("datasets", [])]
-        ds_b = [{k: d.get(k) for k in ("tag", "family", "source", "examples", "fingerprint")}
-                for d in shard.doc["run"].get("datasets", [])]
+        ds_a = [
+            {
+                k: d.get(k)
+                for k in ("tag", "family", "source", "examples", "fingerprint")
+            }
+            for d in first.doc["run"].get("datasets", [])
+        ]
+        ds_b = [
+            {
+                k: d.get(k)
+                for k in ("tag", "family", "source", "examples", "fingerprint")
+            }
+            for d in shard.doc["run"].get("datasets", [])
+        ]
         if _differs(ds_a, ds_b):
             raise ConfigError(
                 f"shards from different datasets: {first.path} ran {_describe(ds_a)},"
@@ -166,10 +194,13 @@ def _check_same_run(shards: Sequence[Shard]) -> None:
 
 
 def _describe(datasets: list[dict[str, Any]]) -> str:
-    return ", ".join(
-        f"{d['tag']} ({d['examples']} examples, {str(d.get('fingerprint') or '')[:12] or 'no fingerprint'})"
-        for d in datasets
-    ) or "no dataset"
+    return (
+        ", ".join(
+            f"{d['tag']} ({d['examples']} examples, {str(d.get('fingerprint') or '')[:12] or 'no fingerprint'})"
+            for d in datasets
+        )
+        or "no dataset"
+    )
 
 
 def _check_positions(shards: Sequence[Shard]) -> list[Shard]:
@@ -178,7 +209,9 @@ def _check_positions(shards: Sequence[Shard]) -> list[Shard]:
     for shard in shards:
         i = shard.position[0]
         if i in seen:
-            raise ConfigError(f"shard {i}/{n} given twice: {seen[i].path} and {shard.path}.")
+            raise ConfigError(
+                f"shard {i}/{n} given twice: {seen[i].path} and {shard.path}."
+            )
         seen[i] = shard
     missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in seen]
     if missing:
@@ -210,7 +243,9 @@ def merge_shards(
     :raises ConfigError: see the module docstring.
     """
     if not shards:
-        raise ConfigError("no shard report given; pass the JSON reports of every shard.")
+        raise ConfigError(
+            "no shard report given; pass the JSON reports of every shard."
+        )
     _check_same_run(shards)
     ordered = _check_positions(shards)
     for shard in ordered:
@@ -231,8 +266,12 @@ def merge_shards(
     where: dict[tuple[str, str, str, Any], Path] = {}
     for shard in ordered:
         for row in shard.doc["rows"]:
-            key = (str(row["suite"]), str(row["dataset"]), str(row["example_id"]),
-                   (row.get("metadata") or {}).get("trial"))
+            key = (
+                str(row["suite"]),
+                str(row["dataset"]),
+                str(row["example_id"]),
+                (row.get("metadata") or {}).get("trial"),
+            )
             if key in where:
                 raise ConfigError(
                     f"overlapping shards: example {key[1]}/{key[2]} of suite {key[0]!r} is"
@@ -258,7 +297,9 @@ def merge_shards(
         origin = str(s["origin"])
         if origin in infos:
             continue
-        merged_limits: dict[str, float | None] = {k: float(v) for k, v in s.get("limits", {}).items()}
+        merged_limits: dict[str, float | None] = {
+            k: float(v) for k, v in s.get("limits", {}).items()
+        }
         for name, value in (limits or {}).items():
             if value is not None:
                 merged_limits[name] = float(value)
@@ -285,10 +326,21 @@ def merge_shards(
     for d in run.get("datasets", []):
         # The unsharded selection: the shard's own part is no longer the story.
         d["selected"] = sum(
-            next((x.get("selected", 0) for x in s.doc["run"].get("datasets", []) if x.get("tag") == d["tag"]), 0)
+            next(
+                (
+                    x.get("selected", 0)
+                    for x in s.doc["run"].get("datasets", [])
+                    if x.get("tag") == d["tag"]
+                ),
+                0,
+            )
             for s in ordered
         )
-        parts = [x for x in str(d.get("selection", "")).split(", ") if not x.startswith("shard ")]
+        parts = [
+            x
+            for x in str(d.get("selection", "")).split(", ")
+            if not x.startswith("shard ")
+        ]
         d["selection"] = ", ".join(parts) or "all"
     return MergedRun(report, run, fingerprints, str(first["plugin"]["version"]))
 
@@ -319,7 +371,8 @@ def _merge_completeness(shards: Sequence[Shard]) -> dict[str, Any]:
         out["not_run"] += list(c.get("not_run", []))
         for label, counts in c.get("suites", {}).items():
             into = out["suites"].setdefault(
-                label, {"expected": 0, "received": 0, "lost": [], "not_run": 0, "skipped": 0}
+                label,
+                {"expected": 0, "received": 0, "lost": [], "not_run": 0, "skipped": 0},
             )
             for key in ("expected", "received", "not_run", "skipped"):
                 into[key] += int(counts.get(key, 0))

@@ -12,14 +12,15 @@ render the comparison for the JSON report and the terminal.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import ConfigError
 from .report.run import RunReport
 from .results import json_safe
 
-__all__ = ["Verdict", "judge", "comparison_doc", "comparison_lines"]
+__all__ = ["Verdict", "comparison_doc", "comparison_lines", "judge"]
 
 
 @dataclass
@@ -49,7 +50,10 @@ class Verdict:
 
 def _disjoint(baseline: Any, report: RunReport, comparison: Any) -> str | None:
     """The error when the baseline and the run have nothing to compare."""
-    base_suites = sorted({str(s.get("label")) for s in baseline.suites} | {r.suite for r in baseline.records})
+    base_suites = sorted(
+        {str(s.get("label")) for s in baseline.suites}
+        | {r.suite for r in baseline.records}
+    )
     run_suites = [str(s["label"]) for s in report.suites]
     if not comparison.suites:
         return (
@@ -59,9 +63,20 @@ def _disjoint(baseline: Any, report: RunReport, comparison: Any) -> str | None:
             " re-create the baseline with --ctxbench-save-baseline if the change is intended"
         )
     if sum(s.n_matched for s in comparison.suites) == 0:
+
         def sample(records: Any, labels: set[str]) -> str:
-            ids = sorted({f"{r.row.dataset}/{r.row.example_id}" for r in records if r.suite in labels})
-            return ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "") or "none"
+            ids = sorted(
+                {
+                    f"{r.row.dataset}/{r.row.example_id}"
+                    for r in records
+                    if r.suite in labels
+                }
+            )
+            return (
+                ", ".join(ids[:3])
+                + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+                or "none"
+            )
 
         shared = {s.suite for s in comparison.suites}
         return (
@@ -126,7 +141,10 @@ def judge(
                 )
         verdict.changed_examples += [
             f"{label}: not in the baseline" for label in comparison.only_current
-        ] + [f"{label}: in the baseline but not run" for label in comparison.only_baseline]
+        ] + [
+            f"{label}: in the baseline but not run"
+            for label in comparison.only_baseline
+        ]
     return verdict
 
 
@@ -162,30 +180,39 @@ def comparison_doc(verdict: Verdict) -> dict[str, Any] | None:
     )
 
 
-def comparison_lines(verdict: Verdict, enforced: bool) -> list[tuple[str, dict[str, Any]]]:
+def comparison_lines(
+    verdict: Verdict, enforced: bool
+) -> list[tuple[str, dict[str, Any]]]:
     """The terminal section of the comparison: ``(text, markup)`` lines."""
     c = verdict.comparison
     if c is None:
         return []
     red = {"red": True} if enforced else {}
-    out: list[tuple[str, dict[str, Any]]] = [("", {}), ("baseline comparison:", {"bold": True})]
+    out: list[tuple[str, dict[str, Any]]] = [
+        ("", {}),
+        ("baseline comparison:", {"bold": True}),
+    ]
     for text in c.lines():
         failed = "FAILED" in text or "breached" in text
         out.append((text, red if failed else {}))
     for text in verdict.changed_examples:
         out.append(
             (
-                f"FAILED {text} (--ctxbench-require-same-examples); re-create the"
-                " baseline with --ctxbench-save-baseline if the change is intended",
+                (
+                    f"FAILED {text} (--ctxbench-require-same-examples); re-create the"
+                    " baseline with --ctxbench-save-baseline if the change is intended"
+                ),
                 red,
             )
         )
     for suite in verdict.unevaluated:
         out.append(
             (
-                f"FAILED {suite}: the max-drop gates compared no example of this"
-                " baseline suite (renamed dataset or System?); re-create the"
-                " baseline with --ctxbench-save-baseline if the change is intended",
+                (
+                    f"FAILED {suite}: the max-drop gates compared no example of this"
+                    " baseline suite (renamed dataset or System?); re-create the"
+                    " baseline with --ctxbench-save-baseline if the change is intended"
+                ),
                 red,
             )
         )

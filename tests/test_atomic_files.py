@@ -42,7 +42,9 @@ def test_a_concurrent_reader_sees_only_whole_files(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary left
 
 
-def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path: Path) -> None:
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "base.json"
     atomic_write_text(path, "old\n")
     with pytest.raises(UnicodeEncodeError):

@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import jsonschema
 import pytest
+from helpers import read_json
 
 from pytest_context_bench.report import load_schema
-
-from helpers import read_json
 
 CRASH_PY = """
 import ctypes
@@ -71,7 +67,9 @@ def test_a_dying_worker_makes_an_error_row(
     suite = doc["completeness"]["suites"][system]
     assert suite["expected"] == 6 and suite["received"] == 5
     assert suite["lost"] == [f"qa/{lost}"]
-    result.stdout.fnmatch_lines([f"{system}: 5 of 6 expected rows arrived; lost (counted as errors): qa/{lost}"])
+    result.stdout.fnmatch_lines(
+        [f"{system}: 5 of 6 expected rows arrived; lost (counted as errors): qa/{lost}"]
+    )
 
 
 def test_a_lost_example_breaches_the_error_gate(project: pytest.Pytester) -> None:
@@ -95,7 +93,9 @@ def test_no_baseline_from_a_run_with_a_crash(project: pytest.Pytester) -> None:
     )
     assert result.ret == 1
     result.stdout.fnmatch_lines(
-        ["baseline not saved to *base.json: the run is incomplete (1 example(s) produced no row of their own)*"]
+        [
+            "baseline not saved to *base.json: the run is incomplete (1 example(s) produced no row of their own)*"
+        ]
     )
     assert not (project.path / "base.json").exists()
 
@@ -135,7 +135,9 @@ def test_partial_runs_are_reported_but_not_gated(
     result = project.runpytest(*args, *selection)
     out = result.stdout.str()
     assert "*= ctxbench summary =*"[1:-1] in out or "ctxbench summary" in out
-    result.stdout.fnmatch_lines(["gates skipped: * of 6 examples ran*--ctxbench-gate-partial*"])
+    result.stdout.fnmatch_lines(
+        ["gates skipped: * of 6 examples ran*--ctxbench-gate-partial*"]
+    )
     # The failing example q-1 is a test failure: exit 1 from the tests, not the gate.
     doc = read_json(project.path / "out.json")
     assert doc["completeness"]["gates_skipped"]
@@ -149,19 +151,32 @@ def test_partial_runs_are_reported_but_not_gated(
 def test_partial_run_exit_status_reflects_only_the_tests(
     project: pytest.Pytester, mode_args: list[str]
 ) -> None:
-    args = ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half",
-            "--ctxbench-min-pass-rate=0.99", *mode_args]
+    args = [
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.99",
+        *mode_args,
+    ]
     full = project.runpytest(*args)
     assert full.ret == 1  # the gate fails the whole run
     part = project.runpytest(*args, "-k", "q-1 or q-3")
     assert part.ret == 0, part.stdout.str()
-    part.stdout.fnmatch_lines(["gates skipped: 2 of 6 examples ran; pytest's selection kept 2 of 6 examples*"])
+    part.stdout.fnmatch_lines(
+        ["gates skipped: 2 of 6 examples ran; pytest's selection kept 2 of 6 examples*"]
+    )
 
 
 def test_plugin_selection_is_intentional_gates_apply(project: pytest.Pytester) -> None:
-    args = ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half",
-            "--ctxbench-min-pass-rate=0.99"]
-    for extra in (["--ctxbench-limit=2"], ["--ctxbench-shard=1/2"], ["--ctxbench-sample=3"]):
+    args = [
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.99",
+    ]
+    for extra in (
+        ["--ctxbench-limit=2"],
+        ["--ctxbench-shard=1/2"],
+        ["--ctxbench-sample=3"],
+    ):
         result = project.runpytest(*args, *extra)
         assert result.ret == 1, extra
         assert "gates skipped" not in result.stdout.str()
@@ -169,17 +184,31 @@ def test_plugin_selection_is_intentional_gates_apply(project: pytest.Pytester) -
 
 def test_ini_twin_of_gate_partial(project: pytest.Pytester) -> None:
     project.makeini("[pytest]\npythonpath = .\nctxbench_gate_partial = true\n")
-    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half",
-                               "--ctxbench-min-pass-rate=0.99", "-k", "q-1 or q-3")
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.99",
+        "-k",
+        "q-1 or q-3",
+    )
     assert result.ret == 1
     assert "gates skipped" not in result.stdout.str()
 
 
 def test_no_baseline_from_a_partial_run(project: pytest.Pytester) -> None:
-    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
-                               "--ctxbench-save-baseline=base.json", "-k", "q-1")
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        "--ctxbench-save-baseline=base.json",
+        "-k",
+        "q-1",
+    )
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["baseline not saved to *base.json: the run is incomplete (pytest's selection kept 1 of 6 examples)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "baseline not saved to *base.json: the run is incomplete (pytest's selection kept 1 of 6 examples)*"
+        ]
+    )
     assert not (project.path / "base.json").exists()
 
 
@@ -201,20 +230,36 @@ hang = Hang()
 
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
-def test_ctrl_c_writes_an_incomplete_report(project: pytest.Pytester, workers: list[str]) -> None:
+def test_ctrl_c_writes_an_incomplete_report(
+    project: pytest.Pytester, workers: list[str]
+) -> None:
     project.makepyfile(hang=HANG_PY)
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-           "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=hang:hang",
-           "--ctxbench-min-pass-rate=0.99", "--ctxbench-json=out.json", *workers]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=hang:hang",
+        "--ctxbench-min-pass-rate=0.99",
+        "--ctxbench-json=out.json",
+        *workers,
+    ]
     # A background job of a non-interactive shell ignores SIGINT: restore it.
     proc = subprocess.Popen(
-        cmd, cwd=project.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        cmd,
+        cwd=project.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     try:
         deadline = time.monotonic() + 120
         while not (project.path / "hanging").exists():
-            assert proc.poll() is None and time.monotonic() < deadline, "never reached q-4"
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                "never reached q-4"
+            )
             time.sleep(0.05)
         time.sleep(0.3)  # let the other worker finish its share
         proc.send_signal(signal.SIGINT)
@@ -236,12 +281,17 @@ def test_ctrl_c_writes_an_incomplete_report(project: pytest.Pytester, workers: l
     assert "q-4" not in ids and {"q-1", "q-2", "q-3"} <= ids
 
 
-def test_pytest_timeout_makes_an_error_row(project: pytest.Pytester, mode_args: list[str]) -> None:
+def test_pytest_timeout_makes_an_error_row(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
     pytest.importorskip("pytest_timeout")
     project.makepyfile(hang=HANG_PY)
     result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=hang:hang",
-        "--ctxbench-json=out.json", "--timeout=1", *mode_args,
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=hang:hang",
+        "--ctxbench-json=out.json",
+        "--timeout=1",
+        *mode_args,
     )
     assert result.ret == 1
     result.assert_outcomes(passed=5, failed=1)

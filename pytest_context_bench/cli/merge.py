@@ -35,25 +35,64 @@ _GATES: dict[str, tuple[str, float, float, bool]] = {
 
 
 def add_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("shards", nargs="+", metavar="SHARD.json",
-                        help="The JSON reports (--ctxbench-json) of every shard of one run")
-    parser.add_argument("--json", dest="json_path", metavar="PATH",
-                        help="Write the merged JSON report to PATH")
+    parser.add_argument(
+        "shards",
+        nargs="+",
+        metavar="SHARD.json",
+        help="The JSON reports (--ctxbench-json) of every shard of one run",
+    )
+    parser.add_argument(
+        "--json",
+        dest="json_path",
+        metavar="PATH",
+        help="Write the merged JSON report to PATH",
+    )
     for name, (flag, *_rest) in _GATES.items():
-        parser.add_argument(flag, dest=name, metavar="X",
-                            help=f"Gate, as the pytest option {flag}; replaces the shards' own limit")
-    parser.add_argument("--ctxbench-no-gate", dest="no_gate", action="store_true",
-                        help="Report the gates without failing")
-    parser.add_argument("--ctxbench-baseline", "--baseline", dest="baseline", metavar="PATH",
-                        help="Compare the merged run with this baseline")
-    parser.add_argument("--ctxbench-max-drop", dest="max_drop", action="append", default=[],
-                        metavar="METRIC:AMOUNT", help="Baseline gate, as the pytest option")
-    parser.add_argument("--ctxbench-confidence", dest="confidence", metavar="X",
-                        help="Confidence of the baseline gates. Default: 0.95")
-    parser.add_argument("--ctxbench-require-same-examples", dest="require_same_examples",
-                        action="store_true", help="As the pytest option")
-    parser.add_argument("--ctxbench-save-baseline", dest="save_baseline", metavar="PATH",
-                        help="Save the merged run as a baseline (refused when incomplete)")
+        parser.add_argument(
+            flag,
+            dest=name,
+            metavar="X",
+            help=f"Gate, as the pytest option {flag}; replaces the shards' own limit",
+        )
+    parser.add_argument(
+        "--ctxbench-no-gate",
+        dest="no_gate",
+        action="store_true",
+        help="Report the gates without failing",
+    )
+    parser.add_argument(
+        "--ctxbench-baseline",
+        "--baseline",
+        dest="baseline",
+        metavar="PATH",
+        help="Compare the merged run with this baseline",
+    )
+    parser.add_argument(
+        "--ctxbench-max-drop",
+        dest="max_drop",
+        action="append",
+        default=[],
+        metavar="METRIC:AMOUNT",
+        help="Baseline gate, as the pytest option",
+    )
+    parser.add_argument(
+        "--ctxbench-confidence",
+        dest="confidence",
+        metavar="X",
+        help="Confidence of the baseline gates. Default: 0.95",
+    )
+    parser.add_argument(
+        "--ctxbench-require-same-examples",
+        dest="require_same_examples",
+        action="store_true",
+        help="As the pytest option",
+    )
+    parser.add_argument(
+        "--ctxbench-save-baseline",
+        dest="save_baseline",
+        metavar="PATH",
+        help="Save the merged run as a baseline (refused when incomplete)",
+    )
 
 
 class _Usage(Exception):
@@ -65,7 +104,11 @@ def _number(raw: str, flag: str, lo: float, hi: float, open_lo: bool) -> float:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or (value <= lo if open_lo else value < lo) or value > hi:
+    if (
+        not math.isfinite(value)
+        or (value <= lo if open_lo else value < lo)
+        or value > hi
+    ):
         raise _Usage(f"{flag} must be a number in range, given: {raw!r}")
     return value
 
@@ -98,7 +141,9 @@ def _run(args: argparse.Namespace) -> int:
     inputs = {Path(p).resolve() for p in args.shards}
     for out in (args.json_path, args.save_baseline):
         if out is not None and Path(out).resolve() in inputs:
-            raise _Usage(f"{out} is one of the shards; write the merged report elsewhere")
+            raise _Usage(
+                f"{out} is one of the shards; write the merged report elsewhere"
+            )
     shards = [load_shard(p) for p in args.shards]
     baseline = load_baseline(args.baseline) if args.baseline is not None else None
     merged = merge_shards(shards, limits)
@@ -112,7 +157,9 @@ def _run(args: argparse.Namespace) -> int:
         fingerprints=merged.fingerprints or None,
     )
     enforced = not args.no_gate
-    doc = to_json_dict(report, run=merged.run, gates_enforced=enforced, version=merged.version)
+    doc = to_json_dict(
+        report, run=merged.run, gates_enforced=enforced, version=merged.version
+    )
     comparison = comparison_doc(verdict)
     if comparison is not None:
         doc["baseline_comparison"] = comparison
@@ -140,7 +187,9 @@ def _run(args: argparse.Namespace) -> int:
             )
             status = 1
         else:
-            write_baseline(args.save_baseline, doc, dataset_fingerprints=merged.fingerprints)
+            write_baseline(
+                args.save_baseline, doc, dataset_fingerprints=merged.fingerprints
+            )
             lines.append(f"baseline saved: {args.save_baseline}")
     lines.append(
         f"merged {len(shards)} shards, {len(report.records)} rows (pytest-context-bench"

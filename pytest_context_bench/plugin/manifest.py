@@ -25,7 +25,7 @@ import pytest
 
 from .collection import CliCase, ExampleRef
 
-__all__ = ["WORKEROUTPUT_KEY", "item_identity", "build_manifest", "merge_manifest"]
+__all__ = ["WORKEROUTPUT_KEY", "build_manifest", "item_identity", "merge_manifest"]
 
 #: ``config.workeroutput`` key of a worker's manifest.
 WORKEROUTPUT_KEY = "ctxbench_manifest"
@@ -154,10 +154,15 @@ def account(
     for nodeid, ident in manifest.get("items", {}).items():
         origin = str(ident["origin"])
         if ident.get("system") is not None:
-            placed = [(str(ident["system"]), str(ident["suite"]), int(ident["order"][0]))]
+            placed = [
+                (str(ident["system"]), str(ident["suite"]), int(ident["order"][0]))
+            ]
         else:
             names = systems_seen.get(origin) or ["ctxbench_system"]
-            placed = [(n, n if origin == "cli" else f"{origin}[{n}]", i) for i, n in enumerate(names)]
+            placed = [
+                (n, n if origin == "cli" else f"{origin}[{n}]", i)
+                for i, n in enumerate(names)
+            ]
         text = failed.get(nodeid)
         if nodeid in reported:
             state = "received"
@@ -170,7 +175,8 @@ def account(
             state = "lost"
         for name, label, sys_pos in placed:
             counts = suites.setdefault(
-                label, {"expected": 0, "received": 0, "lost": [], "not_run": 0, "skipped": 0}
+                label,
+                {"expected": 0, "received": 0, "lost": [], "not_run": 0, "skipped": 0},
             )
             if state != "skipped":
                 counts["expected"] += 1
@@ -187,15 +193,20 @@ def account(
                     message = f"{nodeid}: {_first_line(text)}"
                 elif text is not None:
                     kind = NOT_SCORED
-                    message = f"{nodeid} failed before recording a row: {_first_line(text)}"
+                    message = (
+                        f"{nodeid} failed before recording a row: {_first_line(text)}"
+                    )
                 else:
                     kind = WORKER_CRASHED if crashed_any else NOT_SCORED
-                    message = (
-                        f"{nodeid} never reported a result"
-                        + (" (an xdist worker crashed and was not replaced; see"
-                           " --max-worker-restart)" if crashed_any else "")
+                    message = f"{nodeid} never reported a result" + (
+                        " (an xdist worker crashed and was not replaced; see"
+                        " --max-worker-restart)"
+                        if crashed_any
+                        else ""
                     )
-                metadata: dict[str, Any] = {"score_field": ident.get("score_field") or "f1"}
+                metadata: dict[str, Any] = {
+                    "score_field": ident.get("score_field") or "f1"
+                }
                 if ident.get("trial"):
                     metadata["trial"] = int(ident["trial"])
                 order = [sys_pos] + [int(x) for x in ident["order"][1:]]
@@ -214,7 +225,11 @@ def account(
                             "output_tokens": 0,
                             "latency": 0.0,
                             "metadata": metadata,
-                            "error": {"type": kind, "message": message, "where": "worker"},
+                            "error": {
+                                "type": kind,
+                                "message": message,
+                                "where": "worker",
+                            },
                         },
                     }
                 )
