@@ -302,3 +302,61 @@ def test_pytest_timeout_makes_an_error_row(
     assert "Timeout (>1.0s)" in rows["q-4"]["error"]["message"]
     assert doc["summary"]["hang"]["error_rate"] == pytest.approx(1 / 6)
     assert doc["completeness"]["suites"]["hang"]["lost"] == ["qa/q-4"]
+
+
+def test_last_failed_rerun_is_partial(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        flaky="""
+        class F:
+            name = "f"
+            def process(self, example):
+                if example["id"] == "q-3":
+                    raise RuntimeError("down")
+                return {**example, "response": str(example["answer"])}
+        f = F()
+        """
+    )
+    args = [
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=flaky:f",
+        "--ctxbench-max-error-rate=0",
+    ]
+    first = project.runpytest("-p", "cacheprovider", *args)
+    assert first.ret == 1
+    again = project.runpytest("-p", "cacheprovider", *args, "--lf")
+    again.assert_outcomes(errors=1, deselected=5)  # a System error shows as ERROR
+    again.stdout.fnmatch_lines(
+        ["gates skipped: 1 of 6 examples ran; pytest's selection kept 1 of 6 examples*"]
+    )
+
+
+def test_a_marked_test_failing_before_it_records_is_an_error_row(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.fixture
+        def client(ctxbench_example):
+            if ctxbench_example["id"] == "q-2":
+                raise ConnectionError("no backend")
+            return None
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", max_error_rate=0.1)
+        def test_qa(ctxbench_example, ctxbench_record, client):
+            ctxbench_record({**ctxbench_example, "response": ctxbench_example["answer"]})
+        """
+    )
+    result = project.runpytest("--ctxbench-json=out.json", *mode_args)
+    assert result.ret == 1
+    result.assert_outcomes(passed=5, errors=1)
+    doc = read_json(project.path / "out.json")
+    rows = {r["example_id"]: r for r in doc["rows"]}
+    assert rows["q-2"]["error"]["type"] == "NotScored"
+    assert (
+        "test_m.py::test_qa[qa/q-2] failed before recording a row: ConnectionError: no backend"
+        in rows["q-2"]["error"]["message"]
+    )
+    assert doc["summary"]["test_m.py::test_qa"]["error_rate"] == pytest.approx(1 / 6)
+    assert [g["passed"] for g in doc["gates"]] == [False]
