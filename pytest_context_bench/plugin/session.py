@@ -18,7 +18,7 @@ import pytest
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
 from ..report.run import Record, SuiteInfo
 from ..results import EvalRow
-from ..verdict import Verdict, comparison_doc, comparison_lines
+from ..verdict import Verdict, comparison_doc, comparison_lines, judge
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
 from .options import GATE_PARTIAL, Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
@@ -100,6 +100,16 @@ class Controller:
         self.add_manifest(getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY))
 
     @property
+    def unevaluated(self) -> list[str]:
+        """Baseline suites a max-drop gate compared no example of."""
+        return self.verdict.unevaluated if self.verdict is not None else []
+
+    @property
+    def changed_examples(self) -> list[str]:
+        """Per suite, how the examples differ (--ctxbench-require-same-examples)."""
+        return self.verdict.changed_examples if self.verdict is not None else []
+
+    @property
     def gate_enforced(self) -> bool:
         return not self.settings.no_gate and self.gates_skipped is None
 
@@ -163,8 +173,6 @@ class Controller:
         self._completeness(interrupted, str(stopped) if stopped else None)
         if self.completeness.get("gates_skipped"):
             self.gates_skipped = str(self.completeness["gates_skipped"])
-        from ..verdict import judge
-
         # Marked tests' datasets are known only now (under xdist the controller
         # never loads them): a changed one voids the comparison.
         self.verdict = judge(
