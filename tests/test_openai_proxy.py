@@ -18,20 +18,23 @@ def llm():
 @pytest.mark.parametrize(
     ("url", "name"),
     [
-        ("http://localhost:7878", "openai_proxy_localhost:7878"),
-        ("http://localhost:7879/v1/", "openai_proxy_localhost:7879"),
-        ("https://api.example.com/v1", "openai_proxy_api.example.com"),
-        ("http://u:secret@h:1/team-a/v1", "openai_proxy_h:1/team-a"),
+        ("http://localhost:7878", "openai_proxy_m@localhost"),
+        ("http://localhost:7879/v1/", "openai_proxy_m@localhost"),
+        ("https://api.example.com/v1", "openai_proxy_m@api.example.com"),
+        ("http://u:secret@h:1/team-a/v1", "openai_proxy_m@h/team-a"),
     ],
 )
-def test_default_name_keeps_port(url: str, name: str) -> None:
-    assert default_proxy_name(url) == name
+def test_default_name_is_model_and_host_never_the_port(url: str, name: str) -> None:
+    # A proxy on an ephemeral port must match its baseline on the next port.
+    assert default_proxy_name(url, "m") == name
     assert OpenAIProxy(url, "m").name == name
+    assert "secret" not in name
+    assert default_proxy_name(url) == name.replace("m@", "")
 
 
-def test_two_local_proxies_get_distinct_names() -> None:
+def test_proxies_differ_by_model_or_given_name() -> None:
     a = OpenAIProxy("http://localhost:7878", "m")
-    b = OpenAIProxy("http://localhost:7879", "m")
+    b = OpenAIProxy("http://localhost:7879", "other")
     assert a.name != b.name
     assert OpenAIProxy("http://localhost:7878", "m", name="mine").name == "mine"
 

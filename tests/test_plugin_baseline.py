@@ -106,9 +106,34 @@ def test_gate_that_compares_nothing_fails(bench: pytest.Pytester) -> None:
         "--ctxbench-max-drop=pass_rate:0.02", f"--ctxbench-json={out}",
     )
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*FAILED sys: the max-drop gates compared no example*"])
+    # One error naming both sides, and no "passed" line before it.
+    result.stdout.fnmatch_lines(
+        ["baseline not compared: baseline *base.json shares no example with this run in sys:"
+         " the baseline has qa/q-1, * this run has qa2/q-1, *"]
+    )
+    assert "baseline gates: passed" not in result.stdout.str()
     doc = json.loads(out.read_text())
-    assert doc["baseline_comparison"]["unevaluated"] == ["sys"]
+    assert "baseline_comparison" not in doc
+    # Without a max-drop gate too.
+    plain = bench.runpytest(
+        "--ctxbench-dataset=qa2.jsonl", "--ctxbench-system=bsys:good", "--ctxbench-baseline=base.json"
+    )
+    assert plain.ret == 1
+    plain.stdout.fnmatch_lines(["baseline not compared: *shares no example*"])
+
+
+def test_baseline_sharing_no_system_is_one_error(bench: pytest.Pytester) -> None:
+    bench.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=bsys:good", "--ctxbench-save-baseline=base.json")
+    bench.makepyfile(other="from bsys import *\nclass O(type(good)):\n    name = 'other'\no = O()\n")
+    result = bench.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=other:o", "--ctxbench-baseline=base.json"
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        ["baseline not compared: baseline *base.json shares no suite with this run:"
+         " the baseline has sys; this run has other *"]
+    )
+    assert "baseline gates: passed" not in result.stdout.str()
 
 
 def test_marked_dataset_changed_since_the_baseline(bench: pytest.Pytester) -> None:

@@ -98,3 +98,39 @@ def test_proxy_option_errors(pytester: pytest.Pytester) -> None:
     judge = pytester.runpytest_subprocess("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-judge-model=x")
     assert judge.ret == pytest.ExitCode.USAGE_ERROR
     judge.stderr.fnmatch_lines(["ERROR: --ctxbench-judge-model needs --ctxbench-judge-url*"])
+
+
+def test_a_baseline_on_one_port_matches_a_proxy_on_another(pytester: pytest.Pytester) -> None:
+    rows = [
+        {"id": f"q-{i}", "context": f"Country {i} has city {i} as its capital.",
+         "question": f"What is the capital of country {i}?", "answer": f"city {i}"}
+        for i in range(1, 9)
+    ]
+    pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
+    handler, _ = _flaky_handler()
+    # Both servers up at once: two distinct ephemeral ports.
+    with FakeLLM(handler=handler) as first, FakeLLM(handler=handler) as second:
+        assert second.base_url != first.base_url
+        saved = pytester.runpytest_subprocess(
+            "--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={first.base_url}",
+            "--ctxbench-model=m", "--ctxbench-save-baseline=base.json",
+        )
+        assert saved.ret == 0, saved.stdout.str()
+        result = pytester.runpytest_subprocess(
+            "--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={second.base_url}",
+            "--ctxbench-model=m", "--ctxbench-baseline=base.json",
+            "--ctxbench-max-drop=pass_rate:0.1",
+        )
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["openai_proxy_m@127.0.0.1: 8 examples matched", "baseline gates: passed"])
+
+
+def test_two_proxies_with_one_model_and_host_need_names(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", qa='{"id": 1, "question": "q?", "answer": "a"}\n')
+    result = pytester.runpytest_subprocess(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-proxy=http://h:2"
+    )
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        ["ERROR: *two systems are named 'openai_proxy_gpt-3.5-turbo@h'* name each with --ctxbench-proxy-name, in order."]
+    )

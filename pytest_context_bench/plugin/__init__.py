@@ -34,9 +34,18 @@ from .collection import (
     spec_from_settings,
 )
 from . import llmcache
-from .options import DATASET, LIST_DATASETS, SYSTEM, TOKENIZER, Settings, addoptions
+from .options import (
+    DATASET,
+    LIST_DATASETS,
+    PROXY_NAME,
+    SYSTEM,
+    TOKENIZER,
+    Settings,
+    addoptions,
+)
 from .outputs import check_outputs, input_files, other_outputs
 from .recording import MemoryCache, Recorder, row_status
+from .manifest import WORKEROUTPUT_KEY, build_manifest
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
 
@@ -55,6 +64,10 @@ class State:
     sent_origins: set[str] = field(default_factory=set)
     memory: MemoryCache = field(default_factory=MemoryCache)
     baseline: Any = None
+    #: origin → example items parametrized (before pytest's own selection)
+    planned: dict[str, int] = field(default_factory=dict)
+    #: this process's collection, for the controller (see manifest.py)
+    manifest: dict[str, Any] | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -76,6 +89,7 @@ class State:
                 "family": ds.family,
                 "source": str(getattr(ds, "source", getattr(ds, "path", ds.tag))),
                 "examples": len(ds),
+                "fingerprint": ds.fingerprint,
                 "selected": selected,
                 "selection": spec.selection.describe(),
                 "skipped_records": [s.describe() for s in skipped],
@@ -148,6 +162,12 @@ def pytest_configure(config: pytest.Config) -> None:
             state.systems = tuple(systems)
             check_unique_names(state.systems)
     except CtxBenchError as exc:
+        if settings.proxies and "two systems are named" in str(exc):
+            raise pytest.UsageError(
+                f"{settings.where[SYSTEM.dest]}: {_one_line(exc)} Proxies are named"
+                f" after their model and host (never the port): name each with"
+                f" {PROXY_NAME.flag}, in order."
+            ) from None
         raise pytest.UsageError(f"{settings.where[SYSTEM.dest]}: {_one_line(exc)}") from None
     try:
         # Loaded before collection: the memory its construction needed for a moment
@@ -341,7 +361,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             _defer(metafunc.config, state, str(exc))
             return
     state.specs[spec.origin] = spec
-    parametrize(metafunc, spec, state.systems, state)
+    n = parametrize(metafunc, spec, state.systems, state)
+    state.planned[spec.origin] = state.planned.get(spec.origin, 0) + n
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -385,6 +406,23 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             items.clear()  # the collection error was reported; run nothing
             return
         raise pytest.UsageError(*state.errors)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is None or not state.planned:
+        return
+    state.manifest = build_manifest(session.items, state.planned, state.systems)
+    if state.controller is not None:
+        state.controller.add_manifest(state.manifest)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    # A worker hands its manifest to the controller (read in pytest_testnodedown).
+    state = session.config.stash.get(STATE_KEY, None)
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if state is not None and state.manifest is not None and workeroutput is not None:
+        workeroutput[WORKEROUTPUT_KEY] = state.manifest
 
 
 @pytest.fixture
@@ -604,12 +642,19 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    stop: str | None = None
     try:
         return (yield)
+    except BaseException as exc:
+        # Ctrl-C (KeyboardInterrupt), pytest.exit(), or xdist's own Interrupted
+        # for -x ("stopping after N failures"): the report is still written, marked
+        # incomplete, and the gates are not applied.
+        stop = str(exc) or type(exc).__name__
+        raise
     finally:
         state = session.config.stash.get(STATE_KEY, None)
         if state is not None and state.controller is not None:
-            state.controller.finish(session)
+            state.controller.finish(session, stop)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

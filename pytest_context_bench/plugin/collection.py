@@ -329,7 +329,8 @@ def _grouped(case: CliCase, test_id: str) -> Any:
 
 def parametrize(
     metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, ...], runtime: Any
-) -> None:
+) -> int:
+    """Parametrize one function; returns how many items it will have."""
     refs = example_refs(spec)
     if "ctxbench_case" in metafunc.fixturenames:  # the command-line items
         if systems:
@@ -339,6 +340,7 @@ def parametrize(
             cases = [CliCase(r, None, runtime) for r in refs]
             ids = [r.test_id for r in refs]
         metafunc.parametrize("ctxbench_case", [_grouped(c, i) for c, i in zip(cases, ids)])
+        return len(cases)
     elif systems and "ctxbench_system" in metafunc.fixturenames:
         pairs = [(s, r) for s in systems for r in refs]
         # Added as a parametrize *mark* (our hook runs first): pytest then lets it
@@ -352,10 +354,12 @@ def parametrize(
                 indirect=["ctxbench_example"],
             )
         )
+        return len(pairs)
     else:
         metafunc.parametrize(
             "ctxbench_example", refs, ids=[r.test_id for r in refs], indirect=True
         )
+        return len(refs)
 
 
 # --- the virtual module of the command-line run ----------------------------------

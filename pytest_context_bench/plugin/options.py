@@ -83,6 +83,13 @@ MAX_ERROR_RATE = _opt(
     "X",
 )
 NO_GATE = _opt("no-gate", "bool", "Report the gates without failing the run")
+GATE_PARTIAL = _opt(
+    "gate-partial",
+    "bool",
+    "Apply the gates even when pytest's own selection (-k, -m, --lf, --deselect,"
+    " node ids, -x/--maxfail) ran only part of the examples. Default: such a run"
+    " reports but does not gate",
+)
 STRICT = _opt(
     "strict",
     "bool",
@@ -329,6 +336,7 @@ OPTIONS: tuple[Option, ...] = (
     MAX_COST_OF_PASS,
     MAX_ERROR_RATE,
     NO_GATE,
+    GATE_PARTIAL,
     STRICT,
     JSON,
     MARKDOWN,
@@ -477,6 +485,8 @@ class Settings:
     threshold: float = 0.7
     limits: dict[str, float | None] = field(default_factory=dict)
     no_gate: bool = False
+    #: apply the gates to a run that pytest's own selection cut short
+    gate_partial: bool = False
     strict: bool = False
     json_path: Path | None = None
     markdown_path: Path | None = None
@@ -593,6 +603,7 @@ class Settings:
             if not text_fields:
                 raise pytest.UsageError(f"{TEXT_FIELDS.where(text_cli)} must list field names, e.g. 'context,question', given: {text_raw!r}")
         no_gate, _ = get(NO_GATE)
+        gate_partial, _ = get(GATE_PARTIAL)
         strict, _ = get(STRICT)
         tokenizer, tok_cli = get(TOKENIZER)
         if tokenizer and _is_path_spec(str(tokenizer)) and not Path(tokenizer).is_absolute():
@@ -756,6 +767,7 @@ class Settings:
             threshold=0.7 if threshold is None else threshold,
             limits=limits,
             no_gate=bool(no_gate),
+            gate_partial=bool(gate_partial),
             strict=bool(strict),
             json_path=json_path,
             markdown_path=views[MARKDOWN.dest],

@@ -21,7 +21,10 @@ from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_ver
 from .._files import atomic_write_text
 from ..results import EvalRow, json_safe
 from ..urls import redact_urls
-from .options import Settings
+from ..verdict import Verdict as Judgement
+from ..verdict import comparison_doc, comparison_lines, judge
+from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
+from .options import GATE_PARTIAL, Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
 __all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX", "log_verdicts"]
@@ -63,11 +66,19 @@ class Controller:
         self.baseline = baseline
         self._fingerprints = fingerprints
         self.comparison: Any = None
+        self.verdict: Judgement | None = None
         self.baseline_error: str | None = None
         self.records: list[Record] = []
         self.infos: dict[str, SuiteInfo] = {}
         self.lost: list[str] = []
-        self._failed: list[tuple[str, bool]] = []
+        self._failed: list[tuple[str, bool, str]] = []
+        #: the examples collected (see manifest.py); from this process or the workers
+        self.manifest: dict[str, Any] = {}
+        self._reported: set[str] = set()
+        self._skipped: set[str] = set()
+        #: why the gates were not applied (partial or interrupted run), or None
+        self.gates_skipped: str | None = None
+        self.completeness: dict[str, Any] = {}
         self.report: RunReport | None = None
         self.json_error: str | None = None
         self.usage_errors: list[str] = []
@@ -93,9 +104,29 @@ class Controller:
         if self.usage_errors:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
+    def add_manifest(self, manifest: Any) -> None:
+        if isinstance(manifest, dict):
+            merge_manifest(self.manifest, manifest)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        # A crashed worker sends no workeroutput; the others' manifests suffice
+        # (every worker collects the same items).
+        self.add_manifest(getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY))
+
+    @property
+    def unevaluated(self) -> list[str]:
+        """Baseline suites a max-drop gate compared no example of."""
+        return self.verdict.unevaluated if self.verdict is not None else []
+
+    @property
+    def changed_examples(self) -> list[str]:
+        """Per suite, how the examples differ (--ctxbench-require-same-examples)."""
+        return self.verdict.changed_examples if self.verdict is not None else []
+
     @property
     def gate_enforced(self) -> bool:
-        return not self.settings.no_gate
+        return not self.settings.no_gate and self.gates_skipped is None
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → fingerprint: from this process and from every suite's reports."""
@@ -114,14 +145,21 @@ class Controller:
             # a crashed xdist worker, whose report carries no keywords): decided in
             # finish(), once every origin is known.
             if report.failed and report.when != "teardown":
-                self._failed.append((report.nodeid, "ctxbench" in report.keywords))
+                self._failed.append(
+                    (report.nodeid, "ctxbench" in report.keywords, str(report.longrepr))
+                )
+            elif report.skipped:
+                self._skipped.add(report.nodeid)
             return
+        self._reported.add(report.nodeid)
         suite = payload.get("suite")
         if suite is not None and str(suite["origin"]) not in self.infos:
             self.infos[str(suite["origin"])] = SuiteInfo.from_wire(suite)
         if "rows" not in payload:  # a setup report announcing its suite's gates
             if report.failed:
-                self._failed.append((report.nodeid, "ctxbench" in report.keywords))
+                self._failed.append(
+                    (report.nodeid, "ctxbench" in report.keywords, str(report.longrepr))
+                )
             return
         for item in payload["rows"]:
             self.records.append(
@@ -188,16 +226,20 @@ class Controller:
             )
             session.testsfailed += 1
 
-    def finish(self, session: pytest.Session) -> None:
+    def finish(self, session: pytest.Session, stop: str | None = None) -> None:
+        """Aggregate, gate and write, once.
+
+        :param stop: why the run loop ended early (an exception: Ctrl-C, xdist's
+            ``-x``), or ``None``; ``session.shouldfail``/``shouldstop`` are read too.
+        """
         if self.report is not None:
             return
-        origins = set(self.infos)
-        for nodeid, marked in self._failed:
-            function = nodeid.split("[", 1)[0]
-            if marked or function in origins or function.endswith("ctxbench::example"):
-                self.lost.append(nodeid)
-        if session.config.option.collectonly:
-            return
+        option = session.config.option
+        if any(getattr(option, name, False) for name in ("collectonly", "setuponly", "setupplan")):
+            return  # nothing was meant to run: no rows, no verdict
+        interrupted = stop is not None and not stop.startswith("stopping after")
+        stopped = stop or session.shouldfail or session.shouldstop
+        self._account(stopped=bool(stopped))
         if not self.records and not self.lost and not session.testscollected:
             # pytest's own selection (-k, -m, --lf, a path) left nothing to run: that
             # is a choice, not a benchmark that measured nothing.
@@ -205,62 +247,59 @@ class Controller:
         self._check_selection(session)
         if not self.records and not self.lost and not self._gates_configured():
             return
-        self.report = build_run_report(self.records, self.infos, self.lost)
+        lost = self.lost + [d["nodeid"] for d in self._lost_rows]
+        self.report = build_run_report(self.records, self.infos, lost)
+        self._completeness(interrupted, str(stopped) if stopped else None)
+        if self.completeness.get("gates_skipped"):
+            self.gates_skipped = str(self.completeness["gates_skipped"])
         from .llmcache import llm_summary
 
         self.llm = llm_summary((r.row for r in self.records), self.llm_cache, self.settings)
         self._check_score_fields(session)
-        failed_to_compare = False
-        if self.baseline is not None:
-            from ..baseline import check_datasets, compare
-            from ..errors import ConfigError
-
-            try:
-                # Marked tests' datasets are known only now (under xdist the
-                # controller never loads them): a changed one voids the comparison.
-                check_datasets(self.baseline, self.fingerprints())
-            except ConfigError as exc:
-                self.baseline_error = f"baseline not compared: {exc}"
-                self.baseline = None
-                failed_to_compare = True
-        if self.baseline is not None:
-            self.comparison = compare(
-                self.baseline,
-                self.report,
-                self.settings.max_drops,
-                confidence=self.settings.confidence,
+        # Marked tests' datasets are known only now (under xdist the controller
+        # never loads them): a changed one voids the comparison.
+        self.verdict = judge(
+            self.report,
+            self.baseline,
+            max_drops=self.settings.max_drops,
+            confidence=self.settings.confidence,
+            require_same_examples=self.settings.require_same_examples,
+            fingerprints=self.fingerprints() if self.baseline is not None else None,
+        )
+        self.comparison = self.verdict.comparison
+        if self.verdict.baseline_error is not None:
+            self.baseline_error = self.verdict.baseline_error
+            if not self.gate_enforced:
+                # A baseline that cannot be compared is a configuration problem: it
+                # fails even a run whose gates are not applied.
+                session.testsfailed += 1
+        if self.lost and self.gate_enforced:
+            # Rows that could not even be placed (no manifest): missing data never
+            # passes a gate.
+            session.testsfailed += 1
+        if self.settings.save_baseline is not None and not self.completeness.get("complete", True):
+            # A baseline is what later runs are held to: one recorded from part of
+            # the examples (or with crashed ones) would make every full run differ.
+            self.baseline_error = (
+                f"baseline not saved to {self.settings.save_baseline}: the run is"
+                f" incomplete ({self._incomplete_reason()}); re-run the whole suite"
+                " to record a baseline"
             )
-        self.unevaluated: list[str] = []
-        if self.comparison is not None and self.settings.max_drops:
-            # A max-drop gate that compared nothing must not pass silently: a renamed
-            # dataset file or System would otherwise walk around it.
-            self.unevaluated = sorted(
-                [s.suite for s in self.comparison.suites if s.n_matched == 0]
-                + list(self.comparison.only_baseline)
-            )
-        self.changed_examples: list[str] = []
-        if self.comparison is not None and self.settings.require_same_examples:
-            # Opt-in: a run must compare the same examples as its baseline.
-            for s in self.comparison.suites:
-                if s.new or s.missing:
-                    self.changed_examples.append(
-                        f"{s.suite}: {len(s.new)} example(s) new since the baseline,"
-                        f" {len(s.missing)} missing from this run"
-                    )
-            self.changed_examples += [
-                f"{label}: not in the baseline" for label in self.comparison.only_current
-            ] + [f"{label}: in the baseline but not run" for label in self.comparison.only_baseline]
+            if not interrupted:
+                session.testsfailed += 1
         self.verdicts = gate_verdicts(self.report.gates) + comparison_verdicts(
             self.comparison,
-            self.unevaluated,
-            self.changed_examples,
-            self.baseline_error if failed_to_compare else None,
+            self.verdict.unevaluated,
+            self.verdict.changed_examples,
+            self.verdict.baseline_error,
         )
         # Each check is a test report of its own: a breach counts in pytest's closing
         # line and in --junitxml (and, through Session.testsfailed, in the exit status).
         # They count as collected tests, so the progress column ends at 100%.
         session.testscollected += len(self.verdicts)
-        log_verdicts(session.config, self.verdicts, enforced=self.gate_enforced)
+        log_verdicts(
+            session.config, self.verdicts, enforced=self.gate_enforced, why_not=self._why_not()
+        )
         if (
             self.settings.json_path is not None
             or self.settings.save_baseline is not None
@@ -309,6 +348,84 @@ class Controller:
                 message = f"could not append to $GITHUB_STEP_SUMMARY ({summary}): {exc.strerror or exc}"
                 self.view_errors.append(message)
 
+    def _why_not(self) -> str:
+        """Why breached gates do not fail the run, when they don't."""
+        return "gates skipped" if self.gates_skipped else "--ctxbench-no-gate"
+
+    def _incomplete_reason(self) -> str:
+        c = self.completeness
+        if c.get("partial"):
+            return str(c["partial"])
+        n = len(c.get("lost", ())) + len(self.lost)
+        return f"{n} example(s) produced no row of their own"
+
+    def _account(self, *, stopped: bool) -> None:
+        """Turn the collected examples that produced no row into error rows."""
+        failed = {nodeid: text for nodeid, _, text in self._failed}
+        seen: dict[str, list[str]] = {}
+        for rec in self.records:
+            names = seen.setdefault(rec.origin, [])
+            if rec.row.system not in names:
+                names.append(rec.row.system)
+        lost_rows, self._counts = account(
+            self.manifest, self._reported, self._skipped, failed, seen, stopped=stopped
+        )
+        for origin, wire in self.manifest.get("suites", {}).items():
+            # How a suite is gated travels with its rows; when every row of a suite
+            # was lost, the manifest still says (its limits must not vanish).
+            if origin not in self.infos:
+                self.infos[origin] = SuiteInfo.from_wire(wire)
+        for d in lost_rows:
+            self.records.append(
+                Record(
+                    suite=d["suite"],
+                    origin=d["origin"],
+                    order=tuple(d["order"]),
+                    status="error",
+                    row=EvalRow.from_dict(d["row"]),
+                )
+            )
+        self._lost_rows = lost_rows
+        known = set(self.manifest.get("items", {}))
+        origins = set(self.infos)
+        for nodeid, marked, _ in self._failed:
+            if nodeid in known:
+                continue
+            function = nodeid.split("[", 1)[0]
+            if marked or function in origins or function.endswith("ctxbench::example"):
+                self.lost.append(nodeid)
+
+    def _completeness(self, interrupted: bool, stop: str | None) -> None:
+        assert self.report is not None
+        planned = sum(int(n) for n in self.manifest.get("planned", {}).values())
+        items = self.manifest.get("items", {})
+        not_run = list(self._counts["not_run"])
+        ran = sum(1 for n in items if n not in self._skipped) - len(not_run)
+        reason: str | None = None
+        if interrupted:
+            reason = f"the run was interrupted ({stop})" if stop else "the run was interrupted"
+        elif planned > len(items):
+            reason = f"pytest's selection kept {len(items)} of {planned} examples"
+        elif not_run:
+            reason = f"the run stopped early: {stop}"
+        skipped_gates = None
+        if reason is not None and (interrupted or not self.settings.gate_partial):
+            skipped_gates = f"{ran} of {max(planned, len(items))} examples ran; {reason}"
+        lost = [d["nodeid"] for d in self._lost_rows]
+        self.completeness = {
+            "complete": reason is None and not lost and not self.lost,
+            "interrupted": interrupted,
+            "partial": reason,
+            "planned": planned,
+            "selected": len(items),
+            "ran": ran,
+            "gates_skipped": skipped_gates,
+            "lost": lost,
+            "not_run": not_run,
+            "suites": self._counts["suites"],
+        }
+        self.report.completeness = self.completeness
+
     def _write_json(self, config: pytest.Config) -> None:
         assert self.report is not None
         workers = getattr(config.option, "numprocesses", None)
@@ -339,43 +456,9 @@ class Controller:
         doc = to_json_dict(self.report, run=run, gates_enforced=self.gate_enforced, version=self.version)
         if self.llm is not None:
             doc["llm"] = json_safe(self.llm)
-        if self.comparison is not None:
-            doc["baseline_comparison"] = json_safe(
-                {
-                    "baseline": str(self.comparison.baseline_path),
-                    "confidence": self.comparison.confidence,
-                    "unevaluated": list(self.unevaluated),
-                    "changed_examples": list(self.changed_examples),
-                    "metrics": [
-                        {
-                            "suite": m.suite,
-                            "metric": m.metric,
-                            "then": m.then,
-                            "now": m.now,
-                            "change": m.result.diff,
-                            "ci_low": m.result.ci_low,
-                            "ci_high": m.result.ci_high,
-                            "test": m.result.test,
-                            "p_value": m.result.p_value,
-                            "tolerance": None if m.tolerance is None else str(m.tolerance),
-                            "passed": not m.failed,
-                        }
-                        for s in self.comparison.suites
-                        for m in s.metrics
-                    ],
-                    "suites": [
-                        {
-                            "suite": s.suite,
-                            "n_matched": s.n_matched,
-                            "flipped_to_fail": list(s.flipped_to_fail),
-                            "flipped_to_pass": list(s.flipped_to_pass),
-                            "new": list(s.new),
-                            "missing": list(s.missing),
-                        }
-                        for s in self.comparison.suites
-                    ],
-                }
-            )
+        comparison = comparison_doc(self.verdict) if self.verdict is not None else None
+        if comparison is not None:
+            doc["baseline_comparison"] = comparison
         self._write_views(doc)
         if self.settings.json_path is not None:
             path: Path = self.settings.json_path
@@ -384,7 +467,7 @@ class Controller:
             except OSError as exc:
                 # Nothing computed is lost: the table still prints, the error is named.
                 self.json_error = f"could not write the JSON report to {path}: {exc.strerror or exc}"
-        if self.settings.save_baseline is not None:
+        if self.settings.save_baseline is not None and self.baseline_error is None:
             from ..baseline import git_commit, write_baseline
 
             try:
@@ -429,7 +512,11 @@ class Controller:
         width = tr.config.get_terminal_writer().fullwidth
         verbose = tr.config.get_verbosity()
         for text, markup in render_lines(
-            self.report, gate_enforced=self.gate_enforced, width=width, verbose=verbose
+            self.report,
+            gate_enforced=self.gate_enforced,
+            width=width,
+            verbose=verbose,
+            why_not=self._why_not(),
         ):
             tr.write_line(text, **markup)
         self._problem_lines(tr)
@@ -437,25 +524,26 @@ class Controller:
 
         for text, markup in summary_lines(self.llm, self.llm_cache):
             tr.write_line(text, **markup)
-        if self.comparison is not None:
-            tr.write_line("")
-            tr.write_line("baseline comparison:", bold=True)
-            for text in self.comparison.lines():
-                failed = "FAILED" in text or "breached" in text
-                tr.write_line(text, **({"red": True} if failed and self.gate_enforced else {}))
-            for text in self.changed_examples:
+        for label, c in self.completeness.get("suites", {}).items():
+            if c["received"] < c["expected"]:
+                missing = ", ".join(c["lost"][:10]) + (" ..." if len(c["lost"]) > 10 else "")
                 tr.write_line(
-                    f"FAILED {text} (--ctxbench-require-same-examples); re-create the"
-                    " baseline with --ctxbench-save-baseline if the change is intended",
-                    **({"red": True} if self.gate_enforced else {}),
+                    f"{label}: {c['received']} of {c['expected']} expected rows arrived"
+                    + (f"; lost (counted as errors): {missing}" if c["lost"] else "")
+                    + (f"; {c['not_run']} not run" if c["not_run"] else ""),
+                    yellow=True,
                 )
-            for suite in self.unevaluated:
-                tr.write_line(
-                    f"FAILED {suite}: the max-drop gates compared no example of this"
-                    " baseline suite (renamed dataset or System?); re-create the"
-                    " baseline with --ctxbench-save-baseline if the change is intended",
-                    **({"red": True} if self.gate_enforced else {}),
-                )
+        if self.gates_skipped:
+            tr.write_line(
+                f"gates skipped: {self.gates_skipped}"
+                + ("" if self.completeness.get("interrupted")
+                   else f" ({GATE_PARTIAL.flag} applies them anyway)"),
+                yellow=True,
+            )
+        for text, markup in (
+            comparison_lines(self.verdict, self.gate_enforced) if self.verdict else ()
+        ):
+            tr.write_line(text, **markup)
         if self.settings.json_path is not None:
             if self.json_error:
                 tr.write_line(self.json_error, red=True)
@@ -471,7 +559,13 @@ class Controller:
             tr.write_line(f"baseline saved: {self.settings.save_baseline}")
 
 
-def log_verdicts(config: pytest.Config, verdicts: list[Verdict], *, enforced: bool) -> None:
+def log_verdicts(
+    config: pytest.Config,
+    verdicts: list[Verdict],
+    *,
+    enforced: bool,
+    why_not: str = "--ctxbench-no-gate",
+) -> None:
     """Log each verdict as a test of its own (setup, call, teardown reports).
 
     Called on the controller once every item ran. The reports go through the same
@@ -493,7 +587,7 @@ def log_verdicts(config: pytest.Config, verdicts: list[Verdict], *, enforced: bo
                     outcome, longrepr = "failed", f"gate breached: {v.message}"
                 else:
                     outcome = "skipped"
-                    longrepr = ("ctxbench", 0, f"Skipped: not enforced (--ctxbench-no-gate): {v.message}")
+                    longrepr = ("ctxbench", 0, f"Skipped: not enforced ({why_not}): {v.message}")
             report = pytest.TestReport(
                 nodeid=v.nodeid,
                 location=location,

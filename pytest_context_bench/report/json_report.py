@@ -12,7 +12,9 @@ Shape (validated by ``report.schema.json``, shipped with the package)::
       "gates": [{suite, gate, metric, op, limit, value, passed}],
       "gates_enforced": true,
       "lost": [nodeid, ...],                    # examples that produced no row
-      "rows": [EvalRow.to_dict() + {"suite", "status", "response", "reference"}, ...]
+      "complete": true,                         # false: partial, interrupted, lost rows
+      "completeness": {...expected vs received rows per suite...},
+      "rows": [EvalRow.to_dict() + {"suite", "status", "order", "response", "reference"}, ...]
     }
 
 Non-finite numbers (``cost_of_pass`` with no passing example is infinite) are the
@@ -54,6 +56,9 @@ def to_json_dict(
         d = rec.row.to_dict()
         d["suite"] = rec.suite
         d["status"] = rec.status
+        # Where the row sorts in one unsharded run: what lets ``ctxbench merge``
+        # recompute every interval exactly as the whole run would.
+        d["order"] = list(rec.order)
         if rec.io:
             d["response"] = rec.io.get("response", "")
             d["reference"] = rec.io.get("reference", "")
@@ -73,6 +78,9 @@ def to_json_dict(
     }
     if report.repeats:
         doc["repeats"] = report.repeats
+    if report.completeness:
+        doc["complete"] = bool(report.completeness.get("complete", True))
+        doc["completeness"] = report.completeness
     return json_safe(doc)  # type: ignore[no-any-return]
 
 

@@ -76,6 +76,9 @@ class RunReport:
     intervals: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     #: suite → pass@1, pass@k, pass^k and flaky examples, for repeated trials
     repeats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: expected vs received rows per suite, and whether the run was partial or
+    #: interrupted (see the JSON report's ``completeness``); empty when unknown
+    completeness: dict[str, Any] = field(default_factory=dict)
 
     @property
     def breaches(self) -> list[GateResult]:

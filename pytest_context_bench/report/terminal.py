@@ -194,6 +194,7 @@ def render_lines(
     gate_enforced: bool = True,
     width: int | None = None,
     verbose: int = 0,
+    why_not: str = "--ctxbench-no-gate",
 ) -> list[tuple[str, dict[str, Any]]]:
     """The terminal section as ``(text, markup)`` lines.
 
@@ -201,12 +202,13 @@ def render_lines(
         blocks of columns, or stacked (see :func:`fit_table`); ``None``: no limit.
     :param verbose: pytest's verbosity; above 0 every example below threshold or in
         error is named, else the first :data:`EXAMPLES_SHOWN` of each.
+    :param why_not: why breached gates are not enforced, when ``gate_enforced`` is false.
     """
     lines: list[tuple[str, dict[str, Any]]] = []
     if not report.summary:
         lines.append(("no example was scored", {"yellow" if not report.gates else "red": True}))
         _lost_lines(report, lines)
-        _gate_lines(report, lines, gate_enforced)
+        _gate_lines(report, lines, gate_enforced, why_not)
         return lines
     labels = list(report.summary)
     present = [c for c in _COLUMNS if any(c[0] in report.summary[s] for s in labels)]
@@ -281,13 +283,13 @@ def render_lines(
         lines.append(("", {}))
         lines.extend(examples)
     _lost_lines(report, lines)
-    _gate_lines(report, lines, gate_enforced)
+    _gate_lines(report, lines, gate_enforced, why_not)
     return lines
 
 
 def _lost_lines(report: RunReport, lines: list[tuple[str, dict[str, Any]]]) -> None:
     if report.lost:
-        lines.append((f"{len(report.lost)} example(s) produced no row (crashed or failed before scoring):", {"red": True}))
+        lines.append((f"{len(report.lost)} example(s) produced no row of their own (crashed or failed before scoring); each counts as an error:", {"red": True}))
         for nodeid in report.lost[:20]:
             lines.append((f"  {nodeid}", {"red": True}))
         if len(report.lost) > 20:
@@ -295,11 +297,14 @@ def _lost_lines(report: RunReport, lines: list[tuple[str, dict[str, Any]]]) -> N
 
 
 def _gate_lines(
-    report: RunReport, lines: list[tuple[str, dict[str, Any]]], gate_enforced: bool
+    report: RunReport,
+    lines: list[tuple[str, dict[str, Any]]],
+    gate_enforced: bool,
+    why_not: str = "--ctxbench-no-gate",
 ) -> None:
     if report.gates:
         lines.append(("", {}))
-        suffix = "" if gate_enforced else " (not enforced: --ctxbench-no-gate)"
+        suffix = "" if gate_enforced else f" (not enforced: {why_not})"
         lines.append((f"gates{suffix}:", {"bold": True}))
         for g in report.gates:
             verdict = "PASS" if g.passed else "FAIL"

@@ -25,21 +25,24 @@ def _text(value: Any) -> str:
     return "" if value is None else value if isinstance(value, str) else str(value)
 
 
-def default_proxy_name(base_url: str) -> str:
-    """``"openai_proxy_" + host:port`` of ``base_url``, plus any path but ``/v1``.
+def default_proxy_name(base_url: str, model: str | None = None) -> str:
+    """``"openai_proxy_" + model + "@" + host`` of ``base_url``, plus any path but ``/v1``.
 
-    ``http://localhost:7878`` gives ``openai_proxy_localhost:7878`` (upstream's CLI
-    dropped the port, so two local proxies shared one name). Credentials never enter
-    the name.
+    ``OpenAIProxy("http://localhost:7878", "gpt-4o")`` is ``openai_proxy_gpt-4o@localhost``.
+    The port is left out on purpose: a proxy started by a test or a CI job listens on
+    an ephemeral port, and a name that changed with it would match no baseline. Two
+    proxies with one model on one host need ``name=`` (``--ctxbench-proxy-name``).
+    Credentials never enter the name.
 
     :param base_url: the proxy's URL.
+    :param model: the model it is asked for; without it, the host alone.
     """
     parts = urlsplit(normalize_base_url(base_url))
     host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
     path = parts.path.rstrip("/")
     path = path.removesuffix("/v1")
-    return f"openai_proxy_{netloc}{path}"
+    where = f"{model}@{host}" if model else host
+    return f"openai_proxy_{where}{path}"
 
 
 class OpenAIProxy:
@@ -47,7 +50,8 @@ class OpenAIProxy:
 
     :param base_url: the server root, with or without ``/v1``.
     :param model: the model name sent in every request.
-    :param name: the System's name; default :func:`default_proxy_name`.
+    :param name: the System's name; default :func:`default_proxy_name` (model
+        and host, never the port).
     :param api_key: the bearer token; ``None`` reads ``OPENAI_API_KEY``.
     :param system_prompt: an optional system message put first.
     :param build_messages: ``example -> messages``; when given it alone builds them.
@@ -84,7 +88,7 @@ class OpenAIProxy:
         client: LLMClient | None = None,
     ) -> None:
         self.model = model
-        self.name = name if name else default_proxy_name(base_url)
+        self.name = name if name else default_proxy_name(base_url, model)
         self.system_prompt = system_prompt
         self.build_messages = build_messages
         self.extra_body = dict(extra_body or {})

@@ -1,0 +1,384 @@
+"""Shard reports → one run report, as if the run had not been split. Pure (no pytest).
+
+A suite split across CI jobs with ``--ctxbench-shard=i/n`` gives ``n`` JSON reports.
+:func:`merge_shards` checks that they are the ``n`` shards of one run and rebuilds
+the report from their rows with the same code as the pytest run
+(:func:`~pytest_context_bench.report.run.build_run_report`): every metric, interval
+and gate is recomputed, never averaged from the shards' summaries. Each row carries
+its place in the unsharded run (``order``), so the intervals' resampling sees the
+rows in the same order as one run would.
+
+Refused, each in one :class:`~pytest_context_bench.errors.ConfigError` line naming
+the file: an unreadable, empty, truncated or non-JSON file; a baseline file; a
+report of a newer schema; a report that is not a shard; shards of different runs
+(datasets, options, selection, shard count, package version); a missing or a
+duplicated shard; an example present in two shards; an interrupted or partial shard.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .report.run import Record, RunReport, SuiteInfo, build_run_report
+from .results import EvalRow
+
+__all__ = ["MergedRun", "Shard", "load_shard", "merge_shards"]
+
+_ROW_FIELDS = (
+    "system",
+    "example_id",
+    "dataset",
+    "scores",
+    "input_tokens",
+    "output_tokens",
+    "latency",
+    "metadata",
+    "error",
+)
+# Options that may differ between the shards of one run.
+_PER_SHARD_OPTIONS = ("shard",)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard report: where it came from and its document."""
+
+    path: Path
+    doc: dict[str, Any]
+
+    @property
+    def position(self) -> tuple[int, int]:
+        i, n = str(self.doc["run"]["options"]["shard"]).split("/")
+        return int(i), int(n)
+
+
+@dataclass
+class MergedRun:
+    """What :func:`merge_shards` returns."""
+
+    report: RunReport
+    #: the ``run`` metadata of the merged report (the first shard's, unsharded)
+    run: dict[str, Any]
+    #: ``{dataset tag: fingerprint}`` of the run's datasets, when the shards say
+    fingerprints: dict[str, str]
+    version: str
+
+
+def load_shard(path: str | os.PathLike[str]) -> Shard:
+    """Read one shard report and check it is a complete, current JSON report.
+
+    :raises ConfigError: one line naming the file and what is wrong.
+    """
+    from .baseline import BASELINE_KIND
+    from .report.json_report import SCHEMA_VERSION, load_schema
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"shard {p}: no such file.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"shard {p}: cannot be read ({getattr(exc, 'strerror', None) or exc})."
+        ) from None
+    if not text.strip():
+        raise ConfigError(
+            f"shard {p} is empty (did its job die before writing the report?); re-run that job."
+        )
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"shard {p} is not valid JSON (truncated?): {exc.msg} at line {exc.lineno}"
+            f" column {exc.colno}; re-run that job."
+        ) from None
+    if not isinstance(doc, dict):
+        raise ConfigError(
+            f"shard {p} is not a pytest-context-bench JSON report (not an object)."
+        )
+    if doc.get("kind") == BASELINE_KIND:
+        raise ConfigError(
+            f"shard {p} is a baseline file, not a JSON report (--ctxbench-json); pass"
+            " a baseline with --ctxbench-baseline."
+        )
+    version = doc.get("schema_version")
+    if (
+        isinstance(version, int)
+        and not isinstance(version, bool)
+        and version > SCHEMA_VERSION
+    ):
+        raise ConfigError(
+            f"shard {p} has schema_version {version}, newer than this pytest-context-bench"
+            f" reads ({SCHEMA_VERSION}); upgrade pytest-context-bench to merge it."
+        )
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(load_schema()).iter_errors(doc)
+    )
+    if error is not None:
+        where = "/".join(str(x) for x in error.absolute_path) or "the top level"
+        raise ConfigError(
+            f"shard {p} is not a pytest-context-bench JSON report: {error.message} at {where}."
+        )
+    if any("order" not in row for row in doc["rows"]):
+        raise ConfigError(
+            f"shard {p} has rows without their 'order' (written by an older"
+            " pytest-context-bench); re-run that job with this version."
+        )
+    return Shard(p, doc)
+
+
+def _differs(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True)
+
+
+def _check_same_run(shards: Sequence[Shard]) -> None:
+    first = shards[0]
+    for shard in shards:
+        run = shard.doc["run"]
+        if not isinstance(run.get("options"), dict) or not run["options"].get("shard"):
+            raise ConfigError(
+                f"{shard.path} is not a shard (its run had no --ctxbench-shard=i/n);"
+                " merge the reports of one --ctxbench-shard matrix."
+            )
+    n_first = first.position[1]
+    for shard in shards[1:]:
+        i, n = shard.position
+        if n != n_first:
+            raise ConfigError(
+                f"shards from different shard counts: {first.path} is"
+                f" {first.position[0]}/{n_first}, {shard.path} is {i}/{n}."
+            )
+        version_a = first.doc["plugin"]["version"]
+        version_b = shard.doc["plugin"]["version"]
+        if version_a != version_b:
+            raise ConfigError(
+                f"shards from different pytest-context-bench versions: {first.path} has"
+                f" {version_a}, {shard.path} has {version_b}; run every job with one version."
+            )
+        opts_a, opts_b = first.doc["run"]["options"], shard.doc["run"]["options"]
+        for key in sorted(set(opts_a) | set(opts_b)):
+            if key in _PER_SHARD_OPTIONS:
+                continue
+            if _differs(opts_a.get(key), opts_b.get(key)):
+                raise ConfigError(
+                    f"shards from different runs: option {key!r} is {opts_a.get(key)!r} in"
+                    f" {first.path} and {opts_b.get(key)!r} in {shard.path}."
+                )
+        ds_a = [
+            {
+                k: d.get(k)
+                for k in ("tag", "family", "source", "examples", "fingerprint")
+            }
+            for d in first.doc["run"].get("datasets", [])
+        ]
+        ds_b = [
+            {
+                k: d.get(k)
+                for k in ("tag", "family", "source", "examples", "fingerprint")
+            }
+            for d in shard.doc["run"].get("datasets", [])
+        ]
+        if _differs(ds_a, ds_b):
+            raise ConfigError(
+                f"shards from different datasets: {first.path} ran {_describe(ds_a)},"
+                f" {shard.path} ran {_describe(ds_b)}."
+            )
+
+
+def _describe(datasets: list[dict[str, Any]]) -> str:
+    return (
+        ", ".join(
+            f"{d['tag']} ({d['examples']} examples, {str(d.get('fingerprint') or '')[:12] or 'no fingerprint'})"
+            for d in datasets
+        )
+        or "no dataset"
+    )
+
+
+def _check_positions(shards: Sequence[Shard]) -> list[Shard]:
+    n = shards[0].position[1]
+    seen: dict[int, Shard] = {}
+    for shard in shards:
+        i = shard.position[0]
+        if i in seen:
+            raise ConfigError(
+                f"shard {i}/{n} given twice: {seen[i].path} and {shard.path}."
+            )
+        seen[i] = shard
+    missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in seen]
+    if missing:
+        got = ", ".join(f"{i}/{n}" for i in sorted(seen))
+        raise ConfigError(
+            f"shard {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing"
+            f" (given: {got}); pass every shard's report."
+        )
+    return [seen[i] for i in range(1, n + 1)]
+
+
+def _check_complete(shard: Shard) -> None:
+    c = shard.doc.get("completeness")
+    if isinstance(c, dict) and (c.get("interrupted") or c.get("partial")):
+        raise ConfigError(
+            f"shard {shard.path} is incomplete ({c.get('partial') or 'interrupted'});"
+            " re-run that job."
+        )
+
+
+def merge_shards(
+    shards: Sequence[Shard], limits: Mapping[str, float | None] | None = None
+) -> MergedRun:
+    """Rebuild one run report from its shards.
+
+    :param shards: every shard of one ``--ctxbench-shard=i/n`` run, in any order.
+    :param limits: gate limits that replace the shards' own for every suite
+        (``{"min_pass_rate": 0.8}``); ``None`` values leave a limit as it was.
+    :raises ConfigError: see the module docstring.
+    """
+    if not shards:
+        raise ConfigError(
+            "no shard report given; pass the JSON reports of every shard."
+        )
+    _check_same_run(shards)
+    ordered = _check_positions(shards)
+    for shard in ordered:
+        _check_complete(shard)
+    suites: dict[str, dict[str, Any]] = {}
+    owner: dict[str, Path] = {}
+    for shard in ordered:
+        for s in shard.doc["suites"]:
+            label = str(s["label"])
+            if label in suites and _differs(suites[label], s):
+                raise ConfigError(
+                    f"shards from different runs: suite {label!r} is configured differently"
+                    f" in {owner[label]} and {shard.path}."
+                )
+            suites.setdefault(label, s)
+            owner.setdefault(label, shard.path)
+    records: list[Record] = []
+    where: dict[tuple[str, str, str, Any], Path] = {}
+    for shard in ordered:
+        for row in shard.doc["rows"]:
+            key = (
+                str(row["suite"]),
+                str(row["dataset"]),
+                str(row["example_id"]),
+                (row.get("metadata") or {}).get("trial"),
+            )
+            if key in where:
+                raise ConfigError(
+                    f"overlapping shards: example {key[1]}/{key[2]} of suite {key[0]!r} is"
+                    f" in both {where[key]} and {shard.path}."
+                )
+            where[key] = shard.path
+            suite = suites.get(str(row["suite"]))
+            if suite is None:
+                raise ConfigError(
+                    f"shard {shard.path}: row of suite {row['suite']!r} has no entry in 'suites'."
+                )
+            records.append(
+                Record(
+                    suite=str(row["suite"]),
+                    origin=str(suite["origin"]),
+                    order=tuple(int(x) for x in row["order"]),
+                    status=str(row["status"]),
+                    row=EvalRow.from_dict({k: row[k] for k in _ROW_FIELDS}),
+                    io=(
+                        {k: str(row[k]) for k in ("response", "reference") if k in row}
+                        or None
+                    ),
+                )
+            )
+    infos: dict[str, SuiteInfo] = {}
+    for s in suites.values():
+        origin = str(s["origin"])
+        if origin in infos:
+            continue
+        merged_limits: dict[str, float | None] = {
+            k: float(v) for k, v in s.get("limits", {}).items()
+        }
+        for name, value in (limits or {}).items():
+            if value is not None:
+                merged_limits[name] = float(value)
+        infos[origin] = SuiteInfo(
+            origin=origin,
+            threshold=float(s["threshold"]),
+            score_field=s.get("score_field"),
+            limits=merged_limits,
+            strict=bool(s.get("strict", False)),
+            datasets=tuple(s.get("datasets", ())),
+        )
+    lost = [n for shard in ordered for n in shard.doc.get("lost", [])]
+    report = build_run_report(records, infos, lost)
+    report.completeness = _merge_completeness(ordered)
+    first = ordered[0].doc
+    run = json.loads(json.dumps(first["run"]))
+    run["options"]["shard"] = None
+    run["merged_from"] = [str(s.path) for s in ordered]
+    fingerprints = {
+        str(d["tag"]): str(d["fingerprint"])
+        for d in run.get("datasets", [])
+        if d.get("fingerprint")
+    }
+    for d in run.get("datasets", []):
+        # The unsharded selection: the shard's own part is no longer the story.
+        d["selected"] = sum(
+            next(
+                (
+                    x.get("selected", 0)
+                    for x in s.doc["run"].get("datasets", [])
+                    if x.get("tag") == d["tag"]
+                ),
+                0,
+            )
+            for s in ordered
+        )
+        parts = [
+            x
+            for x in str(d.get("selection", "")).split(", ")
+            if not x.startswith("shard ")
+        ]
+        d["selection"] = ", ".join(parts) or "all"
+    return MergedRun(report, run, fingerprints, str(first["plugin"]["version"]))
+
+
+def _merge_completeness(shards: Sequence[Shard]) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "complete": True,
+        "interrupted": False,
+        "partial": None,
+        "planned": 0,
+        "selected": 0,
+        "ran": 0,
+        "gates_skipped": None,
+        "lost": [],
+        "not_run": [],
+        "suites": {},
+        "shards": [str(s.path) for s in shards],
+    }
+    for shard in shards:
+        c = shard.doc.get("completeness")
+        if not isinstance(c, dict):
+            # A shard with no row at all writes no completeness: it expected nothing.
+            continue
+        out["complete"] = out["complete"] and bool(c.get("complete", True))
+        for key in ("planned", "selected", "ran"):
+            out[key] += int(c.get(key, 0))
+        out["lost"] += list(c.get("lost", []))
+        out["not_run"] += list(c.get("not_run", []))
+        for label, counts in c.get("suites", {}).items():
+            into = out["suites"].setdefault(
+                label,
+                {"expected": 0, "received": 0, "lost": [], "not_run": 0, "skipped": 0},
+            )
+            for key in ("expected", "received", "not_run", "skipped"):
+                into[key] += int(counts.get(key, 0))
+            into["lost"] += list(counts.get("lost", []))
+    return out

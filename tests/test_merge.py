@@ -1,0 +1,376 @@
+"""``ctxbench merge``: shards of one run → the report of the unsharded run."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from helpers import SYSTEMS_PY, qa_lines, read_json, strip_timings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_context_bench.cli import main
+from pytest_context_bench.merge import Shard, merge_shards
+from pytest_context_bench.report import load_schema
+from pytest_context_bench.results import json_safe
+
+# A System right on some examples and raising on one: every kind of row.
+MIXED_PY = (
+    SYSTEMS_PY
+    + """
+class Mixed:
+    name = "mixed"
+    def process(self, example):
+        n = int(example["id"].split("-")[1])
+        if n == 5:
+            raise RuntimeError("boom")
+        return {**example, "response": example["answer"] if n % 3 else "no idea"}
+
+mixed = Mixed()
+"""
+)
+
+BASE = [
+    "--ctxbench-dataset=qa.jsonl",
+    "--ctxbench-system=systems:mixed",
+    "--ctxbench-system=systems:compressor",
+    "-p",
+    "no:cacheprovider",
+    "-q",
+]
+
+
+def _pytest(cwd: Path, *args: str) -> int:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *BASE, *args],
+        cwd=cwd,
+        capture_output=True,
+        check=False,
+    ).returncode
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One unsharded run, its baseline from an earlier System, and 4 shards."""
+    d = tmp_path_factory.mktemp("merge")
+    (d / "qa.jsonl").write_text(qa_lines(24))
+    (d / "systems.py").write_text(MIXED_PY)
+    (d / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
+    # The baseline: "mixed" was right everywhere then (a renamed echo).
+    (d / "old.py").write_text(
+        "from systems import *\nclass Old(Echo):\n    name = 'mixed'\nmixed = Old()\n"
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-system=old:mixed",
+            "--ctxbench-system=systems:compressor",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--ctxbench-save-baseline=base.json",
+        ],
+        cwd=d,
+        capture_output=True,
+        check=True,
+    )
+    _pytest(
+        d,
+        "--ctxbench-json=full.json",
+        "--ctxbench-min-pass-rate=0.7",
+        "--ctxbench-baseline=base.json",
+        "--ctxbench-max-drop=pass_rate:0.05",
+    )
+    for i in range(1, 5):
+        _pytest(
+            d,
+            f"--ctxbench-shard={i}/4",
+            f"--ctxbench-json=shard-{i}.json",
+            "--ctxbench-no-gate",
+        )
+    return d
+
+
+def _same(full: dict[str, Any], merged: dict[str, Any]) -> None:
+    a, b = strip_timings(full), strip_timings(merged)
+    for key in ("summary", "intervals", "gates", "suites", "rows", "lost", "complete"):
+        assert a[key] == b[key], key
+    b["completeness"].pop("shards")
+    assert a["completeness"] == b["completeness"]
+
+
+def test_merge_equals_one_run(runs: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    shards = [str(runs / f"shard-{i}.json") for i in (3, 1, 4, 2)]  # any order
+    out = runs / "merged.json"
+    status = main(
+        [
+            "merge",
+            *shards,
+            "--json",
+            str(out),
+            "--ctxbench-min-pass-rate=0.7",
+            "--baseline",
+            str(runs / "base.json"),
+            "--ctxbench-max-drop=pass_rate:0.05",
+        ]
+    )
+    text = capsys.readouterr().out
+    full = read_json(runs / "full.json")
+    merged = read_json(out)
+    jsonschema.validate(merged, load_schema())
+    _same(full, merged)
+    # The same gate verdicts: mixed breaches min-pass-rate and its max-drop gate.
+    assert status == 1
+    assert [g["passed"] for g in merged["gates"]] == [
+        g["passed"] for g in full["gates"]
+    ]
+    assert not all(g["passed"] for g in full["gates"])
+    strip = lambda c: [{k: v for k, v in m.items()} for m in c["metrics"]]
+    assert strip(merged["baseline_comparison"]) == strip(full["baseline_comparison"])
+    assert "baseline gates: 1 failed" in text
+    assert merged["run"]["options"]["shard"] is None
+    assert merged["run"]["datasets"][0]["selected"] == 24
+    # Without the gates the merge passes.
+    assert main(["merge", *shards]) == 0
+
+
+def _shards_from(full: dict[str, Any], parts: list[int], n: int) -> list[Shard]:
+    """Split a full report's rows into n shard documents (part[i] = shard of row i)."""
+    docs = []
+    for i in range(1, n + 1):
+        doc = json.loads(json.dumps(full))
+        doc["run"]["options"]["shard"] = f"{i}/{n}"
+        doc["rows"] = [r for r, p in zip(full["rows"], parts) if p == i]
+        doc["lost"] = []
+        c = doc["completeness"]
+        for label, counts in c["suites"].items():
+            got = sum(1 for r in doc["rows"] if r["suite"] == label)
+            counts.update(expected=got, received=got)
+        c.update(
+            planned=len(doc["rows"]), selected=len(doc["rows"]), ran=len(doc["rows"])
+        )
+        docs.append(Shard(Path(f"shard-{i}.json"), doc))
+    return docs
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(data=st.data())
+def test_merge_is_split_invariant(runs: Path, data: st.DataObject) -> None:
+    full = read_json(runs / "full.json")
+    n = data.draw(st.integers(1, 6), label="shards")
+    parts = data.draw(
+        st.lists(
+            st.integers(1, n), min_size=len(full["rows"]), max_size=len(full["rows"])
+        )
+    )
+    shards = _shards_from(full, parts, n)
+    random.Random(n).shuffle(shards)
+    merged = merge_shards(shards, {"min_pass_rate": 0.7})
+    report = merged.report
+    # Every metric, interval and gate equal the unsharded run's (same rows, same
+    # order: equal to the last bit, latencies included).
+    assert json_safe(report.summary) == full["summary"]
+    assert json_safe(report.intervals) == full["intervals"]
+    assert json_safe([g.to_dict() for g in report.gates]) == full["gates"]
+    assert [r.row.example_id for r in report.records] == [
+        r["example_id"] for r in full["rows"]
+    ]
+
+
+def _bad(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    out = tmp_path / "merged.json"
+    status = main(["merge", *args, "--json", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert status == 4
+    assert len(err.splitlines()) == 1, err
+    assert not out.exists()
+    return err
+
+
+def _variant(runs: Path, tmp_path: Path, name: str, change: Any) -> str:
+    doc = read_json(runs / "shard-2.json")
+    change(doc)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_refused_inputs(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = {i: str(runs / f"shard-{i}.json") for i in range(1, 5)}
+    text = (runs / "shard-1.json").read_text()
+    (tmp_path / "trunc.json").write_text(text[: len(text) // 2])
+    (tmp_path / "garbage.json").write_text("\x00not json at all")
+    (tmp_path / "empty.json").write_text("")
+    cases = [
+        ([s[1], s[2], s[3]], "shard 4/4 is missing (given: 1/4, 2/4, 3/4)"),
+        ([s[1], s[2], s[2], s[3], s[4]], f"shard 2/4 given twice: {s[2]} and {s[2]}"),
+        (
+            [str(tmp_path / "trunc.json"), s[2], s[3], s[4]],
+            "is not valid JSON (truncated?)",
+        ),
+        ([str(tmp_path / "garbage.json"), s[2]], "garbage.json is not valid JSON"),
+        ([str(tmp_path / "empty.json"), s[2]], "empty.json is empty"),
+        ([str(runs / "base.json"), s[2]], "is a baseline file, not a JSON report"),
+        ([str(tmp_path / "nope.json")], "nope.json: no such file"),
+        (
+            [
+                s[1],
+                _variant(
+                    runs, tmp_path, "newer.json", lambda d: d.update(schema_version=99)
+                ),
+                s[3],
+                s[4],
+            ],
+            "has schema_version 99, newer than this pytest-context-bench reads (1)",
+        ),
+        (
+            [
+                s[1],
+                _variant(
+                    runs,
+                    tmp_path,
+                    "n2.json",
+                    lambda d: d["run"]["options"].update(shard="2/2"),
+                ),
+            ],
+            "shards from different shard counts",
+        ),
+        (
+            [
+                s[1],
+                _variant(
+                    runs,
+                    tmp_path,
+                    "lim.json",
+                    lambda d: d["run"]["options"].update(limit=5),
+                ),
+                s[3],
+                s[4],
+            ],
+            "shards from different runs: option 'limit' is None in",
+        ),
+        (
+            [
+                s[1],
+                _variant(
+                    runs,
+                    tmp_path,
+                    "ver.json",
+                    lambda d: d["plugin"].update(version="9.9"),
+                ),
+                s[3],
+                s[4],
+            ],
+            "shards from different pytest-context-bench versions",
+        ),
+        (
+            [
+                s[1],
+                _variant(
+                    runs,
+                    tmp_path,
+                    "ds.json",
+                    lambda d: d["run"]["datasets"][0].update(fingerprint="f00"),
+                ),
+                s[3],
+                s[4],
+            ],
+            "shards from different datasets",
+        ),
+        (
+            [
+                s[1],
+                _variant(
+                    runs,
+                    tmp_path,
+                    "ov.json",
+                    lambda d: d["rows"].append(
+                        read_json(runs / "shard-1.json")["rows"][0]
+                    ),
+                ),
+                s[3],
+                s[4],
+            ],
+            "overlapping shards: example qa/",
+        ),
+        (
+            [
+                s[1],
+                _variant(
+                    runs,
+                    tmp_path,
+                    "int.json",
+                    lambda d: d["completeness"].update(interrupted=True),
+                ),
+                s[3],
+                s[4],
+            ],
+            "is incomplete (interrupted); re-run that job",
+        ),
+        ([s[1], s[2], s[3], s[4], str(runs / "full.json")], "full.json is not a shard"),
+    ]
+    for args, expected in cases:
+        err = _bad(tmp_path, capsys, *args)
+        assert err.startswith("ctxbench merge: error: ") and expected in err, (
+            expected,
+            err,
+        )
+
+
+def test_bad_gate_option_and_output_over_a_shard(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shards = [str(runs / f"shard-{i}.json") for i in range(1, 5)]
+    err = _bad(tmp_path, capsys, *shards, "--ctxbench-min-pass-rate=2")
+    assert "--ctxbench-min-pass-rate must be a number in range, given: '2'" in err
+    before = (runs / "shard-1.json").read_text()
+    assert main(["merge", *shards, "--json", shards[0]]) == 4
+    assert "is one of the shards" in capsys.readouterr().err
+    assert (runs / "shard-1.json").read_text() == before
+
+
+def test_merged_baseline_is_the_unsharded_baseline(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shards = [str(runs / f"shard-{i}.json") for i in range(1, 5)]
+    assert (
+        main(["merge", *shards, "--ctxbench-save-baseline", str(tmp_path / "m.json")])
+        == 0
+    )
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *BASE,
+            f"--ctxbench-save-baseline={tmp_path / 'u.json'}",
+        ],
+        cwd=runs,
+        capture_output=True,
+        check=False,  # exit 1: mixed raises on q-5
+    )
+    merged, single = read_json(tmp_path / "m.json"), read_json(tmp_path / "u.json")
+    for key in ("datasets", "systems", "summary", "suites", "rows"):
+        if key == "summary":
+            strip = lambda s: {
+                k: {m: v for m, v in x.items() if not m.startswith("latency")}
+                for k, x in s.items()
+            }
+            assert strip(merged[key]) == strip(single[key])
+        else:
+            assert merged[key] == single[key], key

@@ -1,0 +1,362 @@
+"""Faults at scale: dying workers, partial selections, Ctrl-C, completeness."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import jsonschema
+import pytest
+from helpers import read_json
+
+from pytest_context_bench.report import load_schema
+
+CRASH_PY = """
+import ctypes
+import os
+
+class Exit:
+    name = "exiter"
+    def process(self, example):
+        if example["id"] == "q-2":
+            os._exit(1)
+        return {**example, "response": str(example["answer"])}
+
+class Segv:
+    name = "segv"
+    def process(self, example):
+        if example["id"] == "q-4":
+            ctypes.string_at(0)
+        return {**example, "response": str(example["answer"])}
+
+exiter = Exit()
+segv = Segv()
+"""
+
+
+@pytest.mark.parametrize("system, lost", [("exiter", "q-2"), ("segv", "q-4")])
+def test_a_dying_worker_makes_an_error_row(
+    project: pytest.Pytester, system: str, lost: str
+) -> None:
+    project.makepyfile(crash=CRASH_PY)
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        f"--ctxbench-system=crash:{system}",
+        "--ctxbench-json=out.json",
+        "-n",
+        "2",
+    )
+    assert result.ret == 1
+    doc = read_json(project.path / "out.json")
+    jsonschema.validate(doc, load_schema())
+    rows = {r["example_id"]: r for r in doc["rows"]}
+    assert len(rows) == 6  # the other five rows are kept, plus the lost one
+    err = rows[lost]["error"]
+    assert err["type"] == "WorkerCrashed"
+    assert "crashed while running" in err["message"] and "gw" in err["message"]
+    assert f"{system}/qa/{lost}" in err["message"]
+    assert rows[lost]["status"] == "error"
+    summary = doc["summary"][system]
+    # Counted like any error: 5 of 6 pass, the lost one scores 0.
+    assert summary["error_rate"] == pytest.approx(1 / 6)
+    assert summary["pass_rate"] == pytest.approx(5 / 6)
+    assert summary["mean_score"] == pytest.approx(5 / 6)
+    assert doc["complete"] is False
+    suite = doc["completeness"]["suites"][system]
+    assert suite["expected"] == 6 and suite["received"] == 5
+    assert suite["lost"] == [f"qa/{lost}"]
+    result.stdout.fnmatch_lines(
+        [f"{system}: 5 of 6 expected rows arrived; lost (counted as errors): qa/{lost}"]
+    )
+
+
+def test_a_lost_example_breaches_the_error_gate(project: pytest.Pytester) -> None:
+    project.makepyfile(crash=CRASH_PY)
+    args = ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=crash:exiter", "-n", "2"]
+    # The crash itself fails its item; the gate is what this test looks at.
+    result = project.runpytest(*args, "--ctxbench-max-error-rate=0.1")
+    result.stdout.fnmatch_lines(["*FAIL exiter: max_error_rate*"])
+    ok = project.runpytest(*args, "--ctxbench-max-error-rate=0.2")
+    assert "FAIL" not in "\n".join(l for l in ok.stdout.lines if "max_error_rate" in l)
+
+
+def test_no_baseline_from_a_run_with_a_crash(project: pytest.Pytester) -> None:
+    project.makepyfile(crash=CRASH_PY)
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=crash:exiter",
+        "--ctxbench-save-baseline=base.json",
+        "-n",
+        "2",
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "baseline not saved to *base.json: the run is incomplete (1 example(s) produced no row of their own)*"
+        ]
+    )
+    assert not (project.path / "base.json").exists()
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        ["-k", "q-1 or q-2"],
+        ["--deselect", "ctxbench::example[echo/qa/q-3]"],
+        ["-x"],
+    ],
+    ids=["k", "deselect", "x"],
+)
+def test_partial_runs_are_reported_but_not_gated(
+    project: pytest.Pytester, mode_args: list[str], selection: list[str]
+) -> None:
+    project.makepyfile(
+        boomfirst="""
+        class B:
+            name = "echo"
+            def process(self, example):
+                if example["id"] == "q-1":
+                    raise RuntimeError("no")
+                return {**example, "response": str(example["answer"])}
+        b = B()
+        """
+    )
+    args = [
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=boomfirst:b",
+        "--ctxbench-min-pass-rate=0.99",
+        "--ctxbench-json=out.json",
+        *mode_args,
+    ]
+    if selection == ["-x"] and mode_args == ["-n", "2"]:
+        pytest.skip("under -n 2, -x may let every item finish before the stop lands")
+    result = project.runpytest(*args, *selection)
+    out = result.stdout.str()
+    assert "*= ctxbench summary =*"[1:-1] in out or "ctxbench summary" in out
+    result.stdout.fnmatch_lines(
+        ["gates skipped: * of 6 examples ran*--ctxbench-gate-partial*"]
+    )
+    # The failing example q-1 is a test failure: exit 1 from the tests, not the gate.
+    doc = read_json(project.path / "out.json")
+    assert doc["completeness"]["gates_skipped"]
+    assert doc["gates_enforced"] is False
+    assert doc["complete"] is False
+    gated = project.runpytest(*args, *selection, "--ctxbench-gate-partial")
+    assert "gates skipped" not in gated.stdout.str()
+    gated.stdout.fnmatch_lines(["*gate(s) breached*"])
+
+
+def test_partial_run_exit_status_reflects_only_the_tests(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
+    args = [
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.99",
+        *mode_args,
+    ]
+    full = project.runpytest(*args)
+    assert full.ret == 1  # the gate fails the whole run
+    part = project.runpytest(*args, "-k", "q-1 or q-3")
+    assert part.ret == 0, part.stdout.str()
+    part.stdout.fnmatch_lines(
+        ["gates skipped: 2 of 6 examples ran; pytest's selection kept 2 of 6 examples*"]
+    )
+
+
+def test_plugin_selection_is_intentional_gates_apply(project: pytest.Pytester) -> None:
+    args = [
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.99",
+    ]
+    for extra in (
+        ["--ctxbench-limit=2"],
+        ["--ctxbench-shard=1/2"],
+        ["--ctxbench-sample=3"],
+    ):
+        result = project.runpytest(*args, *extra)
+        assert result.ret == 1, extra
+        assert "gates skipped" not in result.stdout.str()
+
+
+def test_ini_twin_of_gate_partial(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\npythonpath = .\nctxbench_gate_partial = true\n")
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.99",
+        "-k",
+        "q-1 or q-3",
+    )
+    assert result.ret == 1
+    assert "gates skipped" not in result.stdout.str()
+
+
+def test_no_baseline_from_a_partial_run(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=systems:echo",
+        "--ctxbench-save-baseline=base.json",
+        "-k",
+        "q-1",
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "baseline not saved to *base.json: the run is incomplete (pytest's selection kept 1 of 6 examples)*"
+        ]
+    )
+    assert not (project.path / "base.json").exists()
+
+
+HANG_PY = """
+import pathlib
+import time
+
+class Hang:
+    name = "hang"
+    def process(self, example):
+        if example["id"] == "q-4":
+            pathlib.Path("hanging").write_text("x")
+            while True:
+                time.sleep(0.05)
+        return {**example, "response": str(example["answer"])}
+
+hang = Hang()
+"""
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+def test_ctrl_c_writes_an_incomplete_report(
+    project: pytest.Pytester, workers: list[str]
+) -> None:
+    project.makepyfile(hang=HANG_PY)
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=hang:hang",
+        "--ctxbench-min-pass-rate=0.99",
+        "--ctxbench-json=out.json",
+        *workers,
+    ]
+    # A background job of a non-interactive shell ignores SIGINT: restore it.
+    proc = subprocess.Popen(
+        cmd,
+        cwd=project.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (project.path / "hanging").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                "never reached q-4"
+            )
+            time.sleep(0.05)
+        time.sleep(0.3)  # let the other worker finish its share
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = out.decode()
+    assert proc.returncode == 2, text
+    assert "ctxbench summary" in text
+    assert "gates skipped:" in text and "interrupted" in text
+    doc = read_json(project.path / "out.json")
+    jsonschema.validate(doc, load_schema())
+    assert doc["complete"] is False
+    assert doc["completeness"]["interrupted"] is True
+    assert doc["gates_enforced"] is False
+    ids = {r["example_id"] for r in doc["rows"] if r["error"] is None}
+    assert "q-4" not in ids and {"q-1", "q-2", "q-3"} <= ids
+
+
+def test_pytest_timeout_makes_an_error_row(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
+    pytest.importorskip("pytest_timeout")
+    project.makepyfile(hang=HANG_PY)
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=hang:hang",
+        "--ctxbench-json=out.json",
+        "--timeout=1",
+        *mode_args,
+    )
+    assert result.ret == 1
+    result.assert_outcomes(passed=5, failed=1)
+    doc = read_json(project.path / "out.json")
+    rows = {r["example_id"]: r for r in doc["rows"]}
+    assert len(rows) == 6
+    assert rows["q-4"]["error"]["type"] == "Timeout"
+    assert "Timeout (>1.0s)" in rows["q-4"]["error"]["message"]
+    assert doc["summary"]["hang"]["error_rate"] == pytest.approx(1 / 6)
+    assert doc["completeness"]["suites"]["hang"]["lost"] == ["qa/q-4"]
+
+
+def test_last_failed_rerun_is_partial(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        flaky="""
+        class F:
+            name = "f"
+            def process(self, example):
+                if example["id"] == "q-3":
+                    raise RuntimeError("down")
+                return {**example, "response": str(example["answer"])}
+        f = F()
+        """
+    )
+    args = [
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=flaky:f",
+        "--ctxbench-max-error-rate=0",
+    ]
+    first = project.runpytest("-p", "cacheprovider", *args)
+    assert first.ret == 1
+    again = project.runpytest("-p", "cacheprovider", *args, "--lf")
+    again.assert_outcomes(errors=1, deselected=5)  # a System error shows as ERROR
+    again.stdout.fnmatch_lines(
+        ["gates skipped: 1 of 6 examples ran; pytest's selection kept 1 of 6 examples*"]
+    )
+
+
+def test_a_marked_test_failing_before_it_records_is_an_error_row(
+    project: pytest.Pytester, mode_args: list[str]
+) -> None:
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.fixture
+        def client(ctxbench_example):
+            if ctxbench_example["id"] == "q-2":
+                raise ConnectionError("no backend")
+            return None
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", max_error_rate=0.1)
+        def test_qa(ctxbench_example, ctxbench_record, client):
+            ctxbench_record({**ctxbench_example, "response": ctxbench_example["answer"]})
+        """
+    )
+    result = project.runpytest("--ctxbench-json=out.json", *mode_args)
+    assert result.ret == 1
+    result.assert_outcomes(passed=5, errors=1)
+    doc = read_json(project.path / "out.json")
+    rows = {r["example_id"]: r for r in doc["rows"]}
+    assert rows["q-2"]["error"]["type"] == "NotScored"
+    assert (
+        "test_m.py::test_qa[qa/q-2] failed before recording a row: ConnectionError: no backend"
+        in rows["q-2"]["error"]["message"]
+    )
+    assert doc["summary"]["test_m.py::test_qa"]["error_rate"] == pytest.approx(1 / 6)
+    assert [g["passed"] for g in doc["gates"]] == [False]
