@@ -37,7 +37,10 @@ def test_gate_of_a_run_whose_every_example_crashed_fails(
         "--ctxbench-json=out.json", "-n", "2",
     )
     assert result.ret == 1
-    result.stdout.fnmatch_lines([f"*FAIL crash: {gate}: {metric} could not be measured (no example was scored)*"])
+    # The manifest places every crashed example: each is a WorkerCrashed error row
+    # (issue 15), so the gate measures them (pass rate 0, error rate 1, ...) and fails.
+    result.stdout.fnmatch_lines([f"*FAIL crash: {gate}: {metric} = * breaches the limit*"])
+    result.stdout.fnmatch_lines(["crash: 0 of 6 expected rows arrived; lost (counted as errors):*"])
     doc = read_json(project.path / "out.json")
     assert [(g["suite"], g["gate"], g["passed"]) for g in doc["gates"]] == [("crash", gate, False)]
 
@@ -55,7 +58,8 @@ def test_marked_test_gate_with_every_example_crashed_fails(project: pytest.Pytes
     )
     result = project.runpytest("-n", "2", "--ctxbench-json=out.json")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*FAIL test_m.py::test_qa: min_pass_rate:*no example was scored*"])
+    # Every crashed example is a WorkerCrashed error row (issue 15): measured, and failing.
+    result.stdout.fnmatch_lines(["*FAIL test_m.py::test_qa: min_pass_rate: pass_rate = 0 breaches*"])
     doc = read_json(project.path / "out.json")
     assert [(g["suite"], g["passed"]) for g in doc["gates"]] == [("test_m.py::test_qa", False)]
 
@@ -67,7 +71,11 @@ def test_gate_of_one_system_with_no_row_fails_beside_a_scored_one(project: pytes
         "--ctxbench-system=crash:crash", "--ctxbench-min-pass-rate=0.5", "-n", "2",
     )
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*PASS echo: min_pass_rate*", "*FAIL crash: min_pass_rate*no example was scored*"])
+    # crash's examples are WorkerCrashed error rows (issue 15): its gate measures them.
+    result.stdout.fnmatch_lines(
+        ["*PASS echo: min_pass_rate*", "*FAIL crash: min_pass_rate: pass_rate = 0 breaches*"]
+    )
+    result.stdout.fnmatch_lines(["crash: 0 of 6 expected rows arrived; lost (counted as errors):*"])
 
 
 def test_gate_with_no_example_selected_fails(project: pytest.Pytester) -> None:
@@ -100,7 +108,12 @@ def test_max_drop_gate_with_every_example_crashed_fails(project: pytest.Pytester
         "--ctxbench-baseline=base.json", "--ctxbench-max-drop=pass_rate:0.02", "-n", "2",
     )
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*FAILED echo: the max-drop gates compared no example*"])
+    # The crashed examples are WorkerCrashed error rows (issue 15): they are compared
+    # with the baseline's, and the drop they make fails the max-drop gate.
+    result.stdout.fnmatch_lines(["echo: 0 of 6 expected rows arrived; lost (counted as errors):*"])
+    result.stdout.fnmatch_lines(
+        ["FAILED ctxbench::max_drop[[]echo:pass_rate[]] - gate breached: echo: pass_rate: now 0, baseline 1*"]
+    )
 
 
 def test_max_drop_gate_with_no_example_selected_fails(project: pytest.Pytester) -> None:
@@ -112,7 +125,18 @@ def test_max_drop_gate_with_no_example_selected_fails(project: pytest.Pytester) 
         "--ctxbench-max-drop=pass_rate:0.02",
     )
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["*FAILED echo: the max-drop gates compared no example*"])
+    # A baseline sharing nothing with the run is one error naming both sides (issue
+    # 15's judge()), beside the selection that kept nothing (issue 19).
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED the selection (shard 1/100) keeps no example of one (1 example): nothing was run*",
+            (
+                "baseline not compared: baseline *base.json shares no suite with this run:"
+                " the baseline has echo; this run has none*"
+            ),
+        ]
+    )
+    result.stdout.fnmatch_lines(["FAILED ctxbench::baseline[[]*[]] - gate breached: baseline not compared*"])
 
 
 BAD_USAGE_PY = """

@@ -151,16 +151,19 @@ class Controller:
             elif report.skipped:
                 self._skipped.add(report.nodeid)
             return
-        self._reported.add(report.nodeid)
         suite = payload.get("suite")
         if suite is not None and str(suite["origin"]) not in self.infos:
             self.infos[str(suite["origin"])] = SuiteInfo.from_wire(suite)
         if "rows" not in payload:  # a setup report announcing its suite's gates
+            # Not a row: the example is still expected (its worker may crash in the
+            # call phase, which then sends no call report and the example must be
+            # accounted as lost, not as received).
             if report.failed:
                 self._failed.append(
                     (report.nodeid, "ctxbench" in report.keywords, str(report.longrepr))
                 )
             return
+        self._reported.add(report.nodeid)
         for item in payload["rows"]:
             self.records.append(
                 Record(
