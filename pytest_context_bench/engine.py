@@ -15,9 +15,11 @@ were input + response and compression came out negative for any proxy):
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 from .errors import ConfigError, SystemLoadError
@@ -26,7 +28,15 @@ from .calls import CallScope, call_scope
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
 
-__all__ = ["run_example", "score_processed", "evaluate", "check_unique_names"]
+__all__ = [
+    "SystemCall",
+    "call_system",
+    "check_unique_names",
+    "evaluate",
+    "run_example",
+    "score_call",
+    "score_processed",
+]
 
 _MAX_MESSAGE = 2000
 
@@ -49,26 +59,156 @@ def _usage_int(usage: dict[str, Any], key: str) -> int | None:
     return int(value)
 
 
-def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
-    __tracebackhide__ = True  # pytest shows the System's frames, not ours
+def _invoke(system: Any, example: dict[str, Any]) -> tuple[Any, bool]:
+    """Call the System: its raw result (maybe awaitable) and whether it was a
+    conversation."""
+    __tracebackhide__ = True
     if (
         example.get("multi_turn")
         and "turns" in example
         and callable(getattr(system, "process_conversation", None))
     ):
         user_turns = [t for t in example["turns"] if t.get("role", "user") == "user"]
-        replies = system.process_conversation(user_turns)
+        return system.process_conversation(user_turns), True
+    return system.process(example), False
+
+
+def _processed(
+    system: Any, example: dict[str, Any], result: Any, conversation: bool
+) -> dict[str, Any]:
+    if conversation:
         texts = [
-            r.get("content", "") if isinstance(r, dict) else str(r) for r in replies
+            r.get("content", "") if isinstance(r, dict) else str(r) for r in result
         ]
         return {**example, "response": texts[-1] if texts else "", "turn_responses": texts}
-    processed = system.process(example)
-    if not isinstance(processed, dict):
+    if not isinstance(result, dict):
         raise TypeError(
-            f"System {system.name!r} returned {type(processed).__name__} from"
+            f"System {system.name!r} returned {type(result).__name__} from"
             " process(); it must return a dict, e.g. {**example, 'response': text}."
         )
-    return processed
+    return result
+
+
+def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
+    __tracebackhide__ = True  # pytest shows the System's frames, not ours
+    result, conversation = _invoke(system, example)
+    return _processed(system, example, result, conversation)
+
+
+async def _call_system_async(system: Any, example: dict[str, Any]) -> dict[str, Any]:
+    __tracebackhide__ = True
+    result, conversation = _invoke(system, example)
+    if inspect.isawaitable(result):
+        result = await result
+    return _processed(system, example, result, conversation)
+
+
+@dataclass
+class SystemCall:
+    """What one System call gave: the processed example or the error, and its time.
+
+    :func:`call_system` makes one (in this thread, or through a
+    :class:`~pytest_context_bench.concurrency.CallRunner`); :func:`score_call` turns it
+    into the row.
+    """
+
+    scope: CallScope
+    processed: dict[str, Any] | None = None
+    error: dict[str, str] | None = None
+    raised: BaseException | None = None
+    latency: float = 0.0
+
+
+def _scope_for(system: Any, example: dict[str, Any], trial: int) -> CallScope:
+    return CallScope(
+        system=str(system.name),
+        dataset=str(example.get("dataset", "") or ""),
+        example_id=str(example.get("id", "")),
+        trial=trial,
+    )
+
+
+def call_system(
+    system: Any, example: dict[str, Any], *, trial: int = 1, runner: Any = None
+) -> SystemCall:
+    """Run the System on a shallow copy of ``example``, under its call scope.
+
+    Never raises for a failure of the System: it is the call's ``error``. An async
+    System, or any System when ``runner`` (a
+    :class:`~pytest_context_bench.concurrency.CallRunner`) is given, runs through the
+    runner (its budget, rate limit and timeout); else the call runs here.
+    """
+    __tracebackhide__ = True
+    scope = _scope_for(system, example, trial)
+    call = SystemCall(scope)
+    copy = dict(example)
+    start = time.perf_counter()
+    try:
+        with call_scope(scope):
+            if runner is None and not _is_async(system):
+                call.processed = _call_system(system, copy)
+                call.latency = time.perf_counter() - start
+                return call
+            from .concurrency import fallback_runner
+
+            use = runner if runner is not None else fallback_runner()
+            outcome = use.call(call_function(system, copy), system=system)
+    except Exception as exc:
+        call.raised, call.error = exc, _error(exc, "system")
+        call.latency = time.perf_counter() - start
+        return call
+    return record_call_outcome(call, outcome)
+
+
+def _is_async(system: Any) -> bool:
+    from .concurrency import is_async_system
+
+    return is_async_system(system) or is_async_system(system, "process_conversation")
+
+
+def call_function(system: Any, example: dict[str, Any]) -> Callable[[], Any]:
+    """The zero-argument function a runner calls for ``system`` on ``example``
+    (returning a coroutine for an async System)."""
+    if _is_async(system):
+        return lambda: _call_system_async(system, example)
+    return lambda: _call_system(system, example)
+
+
+def record_call_outcome(call: SystemCall, outcome: Any) -> SystemCall:
+    """Fill ``call`` from a runner's :class:`~.concurrency.Outcome`."""
+    if outcome.error is not None:
+        call.raised, call.error = outcome.error, _error(outcome.error, "system")
+    else:
+        call.processed = outcome.value
+    call.latency = outcome.latency
+    return call
+
+
+def score_call(
+    call: SystemCall,
+    system: Any,
+    example: dict[str, Any],
+    evaluators: Sequence[Evaluator],
+    *,
+    score_field: str | None = None,
+    text_fields: Sequence[str] | None = None,
+    tokenizer: Callable[[str], int] | None = None,
+) -> tuple[EvalRow, BaseException | None]:
+    """Score a finished :class:`SystemCall` (evaluators run under its call scope)."""
+    __tracebackhide__ = True
+    with call_scope(call.scope):
+        row, ev_raised = score_processed(
+            example,
+            call.processed,
+            evaluators,
+            system=system.name,
+            latency=call.latency,
+            score_field=score_field,
+            text_fields=text_fields,
+            tokenizer=tokenizer,
+            error=call.error,
+        )
+    return row, call.raised or ev_raised
 
 
 def score_processed(
@@ -175,6 +315,7 @@ def run_example(
     text_fields: Sequence[str] | None = None,
     tokenizer: Callable[[str], int] | None = None,
     trial: int = 1,
+    runner: Any = None,
 ) -> tuple[EvalRow, BaseException | None]:
     """Run one System on one example and score it.
 
@@ -183,50 +324,21 @@ def run_example(
     The System receives a shallow copy of the example; evaluators see the original.
     The System call and the evaluators run inside a :func:`~.calls.call_scope` naming
     the system, the example and ``trial``, for the layers below (HTTP transports).
+    An ``async def process`` is awaited on the process's event loop; ``runner`` (a
+    :class:`~pytest_context_bench.concurrency.CallRunner`) applies its budget, rate
+    limit and per-call timeout to the call.
     """
     __tracebackhide__ = True
-    scope = CallScope(
-        system=str(system.name),
-        dataset=str(example.get("dataset", "") or ""),
-        example_id=str(example.get("id", "")),
-        trial=trial,
-    )
-    with call_scope(scope):
-        return _run_example(
-            system, example, evaluators, score_field, text_fields, tokenizer
-        )
-
-
-def _run_example(
-    system: Any,
-    example: dict[str, Any],
-    evaluators: Sequence[Evaluator],
-    score_field: str | None,
-    text_fields: Sequence[str] | None,
-    tokenizer: Callable[[str], int] | None,
-) -> tuple[EvalRow, BaseException | None]:
-    __tracebackhide__ = True
-    processed: dict[str, Any] | None = None
-    error: dict[str, str] | None = None
-    raised: BaseException | None = None
-    start = time.perf_counter()
-    try:
-        processed = _call_system(system, dict(example))
-    except Exception as exc:
-        raised, error = exc, _error(exc, "system")
-    latency = time.perf_counter() - start
-    row, ev_raised = score_processed(
+    call = call_system(system, example, trial=trial, runner=runner)
+    return score_call(
+        call,
+        system,
         example,
-        processed,
         evaluators,
-        system=system.name,
-        latency=latency,
         score_field=score_field,
         text_fields=text_fields,
         tokenizer=tokenizer,
-        error=error,
     )
-    return row, raised or ev_raised
 
 
 def check_unique_names(systems: Iterable[Any]) -> None:

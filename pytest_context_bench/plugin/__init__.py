@@ -32,8 +32,17 @@ from .collection import (
     spec_from_marker,
     spec_from_settings,
 )
-from .options import DATASET, LIST_DATASETS, SYSTEM, TOKENIZER, Settings, addoptions
+from .options import (
+    CONCURRENCY,
+    DATASET,
+    LIST_DATASETS,
+    SYSTEM,
+    TOKENIZER,
+    Settings,
+    addoptions,
+)
 from .recording import MemoryCache, Recorder, row_status
+from .running import Calls, share_of, worker_count
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
 
@@ -89,8 +98,15 @@ class State:
             self._tokenizer = resolve_tokenizer(spec) if spec else get_tokenizer()
         return self._tokenizer
 
+    calls: Calls | None = None
+
     def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
-        return Recorder(ref, self.tokenizer(), self.systems, original, self.memory)
+        runner = self.calls.runner if self.calls is not None else None
+        return Recorder(ref, self.tokenizer(), self.systems, original, self.memory, runner)
+
+    def take_call(self, case: CliCase) -> Any:
+        """The call started ahead for ``case`` (and its example), or None."""
+        return self.calls.take(case) if self.calls is not None else None
 
 
 STATE_KEY = pytest.StashKey[State]()
@@ -141,6 +157,7 @@ def pytest_configure(config: pytest.Config) -> None:
             check_unique_names(state.systems)
     except CtxBenchError as exc:
         raise pytest.UsageError(f"{settings.where[SYSTEM.dest]}: {_one_line(exc)}") from None
+    _setup_calls(config, state)
     try:
         # Loaded before collection: the memory its construction needed for a moment
         # is then reused by the items instead of raising the peak. An xdist
@@ -181,6 +198,43 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(state.controller, "ctxbench-controller")
 
 
+def _setup_calls(config: pytest.Config, state: State) -> None:
+    """This process's share of the call budget and rate limit (see running.py)."""
+    from ..concurrency import system_concurrency
+
+    settings = state.settings
+    for s in state.systems:
+        try:
+            system_concurrency(s)
+        except CtxBenchError as exc:
+            raise pytest.UsageError(_one_line(exc)) from None
+    total = settings.concurrency
+    rate = settings.rate_limit
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        workers = int(workerinput.get("workercount", 1)) or 1
+        try:
+            index = int(str(workerinput.get("workerid", "gw0"))[2:])
+        except ValueError:
+            index = 0
+        share = share_of(total, workers, index) if total is not None else 1
+        rate = rate / workers if rate is not None else None
+    else:
+        workers = worker_count(config)
+        if workers and total is not None and total < workers:
+            raise pytest.UsageError(
+                f"{settings.where[CONCURRENCY.dest]}={total} is less than the {workers}"
+                " xdist workers: each worker needs at least one call in flight; raise"
+                " it or lower -n"
+            )
+        if workers:
+            return  # the controller runs no System call
+        share = total if total is not None else 1
+    state.calls = Calls(
+        max(1, share), rate, settings.call_timeout, explicit=total is not None and total > 1
+    )
+
+
 def _one_line(exc: BaseException) -> str:
     """A message for one UsageError line (some libraries' messages span several)."""
     return " ".join(str(exc).split())
@@ -211,6 +265,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.calls is not None:
+        state.calls.close()
     for name, value in (state.saved_env.items() if state is not None else ()):
         if value is None:
             os.environ.pop(name, None)
@@ -439,12 +495,22 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
+    state = item.config.stash.get(STATE_KEY, None)
+    if state is not None and state.calls is not None and state.calls.prefetching:
+        state.calls.advance(item.session, item)
+    return (yield)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     try:
         return (yield)
     finally:
         state = session.config.stash.get(STATE_KEY, None)
+        if state is not None and state.calls is not None:
+            state.calls.close()  # -x / Ctrl-C: nothing started ahead keeps running
         if state is not None and state.controller is not None:
             state.controller.finish(session)
 

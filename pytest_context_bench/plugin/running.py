@@ -1,0 +1,167 @@
+"""System calls ahead of the items: the run's call budget, prefetching, the end.
+
+pytest runs the items one after another; with ``--ctxbench-concurrency=N`` the
+System calls of the command-line items that come next (in collection order, or in
+the order an xdist worker was handed them) are started ahead, up to this process's
+share of ``N`` in flight. Each item then waits for its own call and scores it
+itself, so ids, statuses, rows and report order are those of a serial run. The
+evaluators (sandbox, ROUGE, judges) run in the item, in the main thread, never in
+the way of the calls in flight.
+
+Only the command-line items whose System is known at collection time
+(``--ctxbench-system`` / ``--ctxbench-proxy``) are prefetched; a ``ctxbench_system``
+fixture or a marked test calls in its own body, one call at a time (still under the
+budget, the rate limit and the timeout).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from typing import Any, Iterator
+
+import pytest
+
+from ..concurrency import Budget, CallRunner, RateLimit, install, uninstall
+from ..engine import SystemCall, call_function, record_call_outcome
+from ..engine import _scope_for as scope_for
+from ..calls import call_scope
+from .collection import CliCase
+
+__all__ = ["Calls", "share_of", "worker_count"]
+
+
+def worker_count(config: pytest.Config) -> int:
+    """How many xdist workers the controller starts (0 without xdist)."""
+    if getattr(config.option, "dist", "no") == "no":
+        return 0
+    total = 0
+    for spec in getattr(config.option, "tx", None) or []:
+        head, star, _ = str(spec).partition("*")
+        total += int(head) if star and head.isdigit() else 1
+    return total
+
+
+def share_of(total: int, workers: int, index: int) -> int:
+    """Worker ``index``'s share of ``total`` slots over ``workers`` workers (the
+    shares add up to ``total``; the first ``total % workers`` get one more)."""
+    return total // workers + (1 if index < total % workers else 0)
+
+
+def _worker_queue(config: pytest.Config) -> Any:
+    """xdist's WorkerInteractor in a worker (what it was handed to run), or None.
+
+    Read defensively: it is xdist's internal state; without it a worker prefetches
+    only the next item pytest names.
+    """
+    for plugin in config.pluginmanager.get_plugins():
+        if hasattr(plugin, "torun") and hasattr(plugin, "nextitem_index"):
+            return plugin
+    return None
+
+
+class Calls:
+    """This process's System calls: the runner, and the calls started ahead.
+
+    :param share: slots of the run's budget this process may fill.
+    :param rate: this process's share of the rate limit (calls per second).
+    :param timeout: seconds per System call.
+    :param explicit: whether the user set a budget (else: one call at a time, with
+        no runner unless a rate limit or a timeout needs one).
+    """
+
+    def __init__(
+        self, share: int, rate: float | None, timeout: float | None, explicit: bool
+    ) -> None:
+        self.share = share
+        self.budget = Budget(share)
+        self.runner: CallRunner | None = None
+        if explicit or rate is not None or timeout is not None:
+            self.runner = CallRunner(
+                self.budget, RateLimit(rate) if rate is not None else None, timeout
+            )
+            install(self.budget, self.runner.rate)
+        self._ahead: dict[int, tuple[Future[Any], SystemCall, dict[str, Any]]] = {}
+        self._index: dict[int, int] | None = None
+        self._queue: Any = None
+        self._stopped = False
+
+    @property
+    def prefetching(self) -> bool:
+        return self.runner is not None and self.share > 1 and not self._stopped
+
+    def _upcoming(self, session: pytest.Session, item: pytest.Item) -> Iterator[pytest.Item]:
+        items = session.items
+        if self._queue is None:
+            self._queue = _worker_queue(session.config) or False
+        if self._queue:
+            nxt = self._queue.nextitem_index
+            with self._queue.torun.lock() as queued:
+                indices = list(queued)
+            yield item
+            for i in [nxt, *indices]:
+                if isinstance(i, int) and 0 <= i < len(items):
+                    yield items[i]
+            return
+        if self._index is None:
+            self._index = {id(it): i for i, it in enumerate(items)}
+        start = self._index.get(id(item))
+        if start is None:
+            return
+        yield from items[start:]
+
+    def advance(self, session: pytest.Session, item: pytest.Item) -> None:
+        """Start the calls of the items from ``item`` on, up to the window."""
+        if not self.prefetching:
+            return
+        if session.shouldfail or session.shouldstop:
+            self._stopped = True
+            return
+        window = 2 * self.share
+        seen = 0
+        scanned = 0
+        for nxt in self._upcoming(session, item):
+            scanned += 1
+            if seen >= window or scanned > 4 * window + 16:
+                break
+            case = _case_of(nxt)
+            if case is None or case.system is None or case.ref.qa >= 0:
+                continue
+            seen += 1
+            if id(case) not in self._ahead:
+                self._start(case)
+
+    def _start(self, case: CliCase) -> None:
+        assert self.runner is not None
+        system = case.system
+        example = case.ref.load()
+        scope = scope_for(system, example, case.ref.trial or 1)
+        call = SystemCall(scope)
+        with call_scope(scope):
+            future = self.runner.submit(call_function(system, dict(example)), system=system)
+        self._ahead[id(case)] = (future, call, example)
+
+    def take(self, case: CliCase) -> tuple[SystemCall, dict[str, Any]] | None:
+        """The call started ahead for ``case`` once it has finished (this waits for
+        it) and the example it was given a copy of; None if none was started."""
+        entry = self._ahead.pop(id(case), None)
+        if entry is None:
+            return None
+        future, call, example = entry
+        return record_call_outcome(call, future.result()), example
+
+    def close(self) -> None:
+        """Start nothing more; cancel what has not started; wait for the calls in
+        flight (up to the timeout); stop the loop."""
+        self._stopped = True
+        self._ahead.clear()
+        if self.runner is not None:
+            self.runner.close()
+            uninstall()
+
+
+def _case_of(item: pytest.Item) -> CliCase | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    case = callspec.params.get("ctxbench_case")
+    return case if isinstance(case, CliCase) else None
