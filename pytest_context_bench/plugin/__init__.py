@@ -42,7 +42,7 @@ from .options import (
     addoptions,
 )
 from .recording import MemoryCache, Recorder, row_status
-from .running import Calls, share_of, worker_count
+from .running import Calls, make_scheduler, share_of, worker_count
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
 
@@ -493,6 +493,18 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     if status == "below" and report.passed:
         return "below threshold", "b", ("BELOW", {"yellow": True})
     return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    # Under --dist load with a call budget: a scheduler that hands each worker
+    # enough items to fill its share of the budget (docs/concurrency.md).
+    state = config.stash.get(STATE_KEY, None)
+    total = state.settings.concurrency if state is not None else None
+    workers = worker_count(config)
+    if total is None or total < 2 or not workers or config.option.dist != "load":
+        return None
+    return make_scheduler(config, log, ahead=2 * -(-total // workers))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

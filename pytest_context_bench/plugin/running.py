@@ -165,3 +165,38 @@ def _case_of(item: pytest.Item) -> CliCase | None:
         return None
     case = callspec.params.get("ctxbench_case")
     return case if isinstance(case, CliCase) else None
+
+
+def make_scheduler(config: pytest.Config, log: Any, ahead: int) -> Any:
+    """xdist's ``load`` scheduler, keeping each worker handed ``ahead`` items.
+
+    The stock ``load`` scheduler hands a worker whose tests are slow only two items
+    at a time, so the worker could start only two calls ahead whatever its share of
+    the budget. This one tops each worker up to ``ahead`` (twice its share) items
+    not yet run; the items still go out in collection order, in consecutive
+    chunks, and a worker that finishes early still gets the rest.
+    """
+    from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
+
+    class CallAheadScheduling(LoadScheduling):  # type: ignore[misc]
+        def _top_up(self, node: Any) -> bool:
+            held = len(self.node2pending[node])
+            if node.shutting_down or not self.pending or held >= ahead:
+                return False
+            self._send_tests(node, min(ahead - held, len(self.pending)))
+            return True
+
+        def check_schedule(self, node: Any, duration: float = 0) -> None:
+            if not self._top_up(node):
+                super().check_schedule(node, duration)
+
+        def schedule(self) -> None:
+            first = self.collection is None
+            super().schedule()
+            if first and self.collection:
+                sent = [self._top_up(node) for node in self.nodes]
+                if any(sent) and not self.pending:
+                    for node in self.nodes:
+                        node.shutdown()
+
+    return CallAheadScheduling(config, log)
