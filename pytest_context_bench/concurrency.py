@@ -335,6 +335,7 @@ class CallRunner:
         fn: Callable[[], Any],
         *,
         system: Any,
+        is_async: bool = False,
         context: contextvars.Context | None = None,
     ) -> Future[Any]:
         """Start ``fn()`` (a System call: sync, or returning a coroutine when the
@@ -343,9 +344,6 @@ class CallRunner:
         loop = self._ensure_loop()
         ctx = (context or contextvars.copy_context()).copy()
         ctx.run(_HOLDING.set, True)
-        is_async = is_async_system(system) or is_async_system(
-            system, "process_conversation"
-        )
         coro = self._run(fn, system, ctx, is_async)
         fut: Future[Any] = asyncio.run_coroutine_threadsafe(coro, loop)
         with self._lock:
@@ -359,7 +357,7 @@ class CallRunner:
             if not fut.cancelled():
                 self.done += 1
 
-    def call(self, fn: Callable[[], Any], *, system: Any) -> Outcome:
+    def call(self, fn: Callable[[], Any], *, system: Any, is_async: bool = False) -> Outcome:
         """Run one call through the runner and wait for it (from a thread that runs
         no event loop)."""
         try:
@@ -372,7 +370,7 @@ class CallRunner:
                 " running event loop, where ctxbench cannot wait for it; call it from"
                 " synchronous code (pytest items, evaluate()) instead."
             )
-        outcome: Outcome = self.submit(fn, system=system).result()
+        outcome: Outcome = self.submit(fn, system=system, is_async=is_async).result()
         return outcome
 
     async def _own_slot(self, system: Any) -> asyncio.Semaphore | None:

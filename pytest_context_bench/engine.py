@@ -59,17 +59,28 @@ def _usage_int(usage: dict[str, Any], key: str) -> int | None:
     return int(value)
 
 
-def _invoke(system: Any, example: dict[str, Any]) -> tuple[Any, bool]:
-    """Call the System: its raw result (maybe awaitable) and whether it was a
-    conversation."""
-    __tracebackhide__ = True
-    if (
+def _is_conversation(system: Any, example: dict[str, Any]) -> bool:
+    return bool(
         example.get("multi_turn")
         and "turns" in example
         and callable(getattr(system, "process_conversation", None))
-    ):
+    )
+
+
+def _invoke(system: Any, example: dict[str, Any], prefer_async: bool = False) -> tuple[Any, bool]:
+    """Call the System: its raw result (maybe awaitable) and whether it was a
+    conversation. ``prefer_async`` calls ``aprocess`` / ``aprocess_conversation``
+    when the System has them (OpenAIProxy does)."""
+    __tracebackhide__ = True
+    from .concurrency import is_async_system
+
+    if _is_conversation(system, example):
         user_turns = [t for t in example["turns"] if t.get("role", "user") == "user"]
+        if prefer_async and is_async_system(system, "aprocess_conversation"):
+            return system.aprocess_conversation(user_turns), True
         return system.process_conversation(user_turns), True
+    if prefer_async and is_async_system(system, "aprocess"):
+        return system.aprocess(example), False
     return system.process(example), False
 
 
@@ -97,7 +108,7 @@ def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
 
 async def _call_system_async(system: Any, example: dict[str, Any]) -> dict[str, Any]:
     __tracebackhide__ = True
-    result, conversation = _invoke(system, example)
+    result, conversation = _invoke(system, example, prefer_async=True)
     if inspect.isawaitable(result):
         result = await result
     return _processed(system, example, result, conversation)
@@ -152,7 +163,8 @@ def call_system(
             from .concurrency import fallback_runner
 
             use = runner if runner is not None else fallback_runner()
-            outcome = use.call(call_function(system, copy), system=system)
+            fn, is_async = call_function(system, copy)
+            outcome = use.call(fn, system=system, is_async=is_async)
     except Exception as exc:
         call.raised, call.error = exc, _error(exc, "system")
         call.latency = time.perf_counter() - start
@@ -161,17 +173,21 @@ def call_system(
 
 
 def _is_async(system: Any) -> bool:
+    """True when the System can only be awaited (``async def process``)."""
     from .concurrency import is_async_system
 
     return is_async_system(system) or is_async_system(system, "process_conversation")
 
 
-def call_function(system: Any, example: dict[str, Any]) -> Callable[[], Any]:
-    """The zero-argument function a runner calls for ``system`` on ``example``
-    (returning a coroutine for an async System)."""
-    if _is_async(system):
-        return lambda: _call_system_async(system, example)
-    return lambda: _call_system(system, example)
+def call_function(system: Any, example: dict[str, Any]) -> tuple[Callable[[], Any], bool]:
+    """The zero-argument function a runner calls for ``system`` on ``example``, and
+    whether it returns a coroutine (an async System, or one with ``aprocess``)."""
+    from .concurrency import is_async_system
+
+    name = "process_conversation" if _is_conversation(system, example) else "process"
+    if is_async_system(system, name) or is_async_system(system, "a" + name):
+        return (lambda: _call_system_async(system, example)), True
+    return (lambda: _call_system(system, example)), False
 
 
 def record_call_outcome(call: SystemCall, outcome: Any) -> SystemCall:

@@ -136,8 +136,9 @@ class Calls:
         example = case.ref.load()
         scope = scope_for(system, example, case.ref.trial or 1)
         call = SystemCall(scope)
+        fn, is_async = call_function(system, dict(example))
         with call_scope(scope):
-            future = self.runner.submit(call_function(system, dict(example)), system=system)
+            future = self.runner.submit(fn, system=system, is_async=is_async)
         self._ahead[id(case)] = (future, call, example)
 
     def take(self, case: CliCase) -> tuple[SystemCall, dict[str, Any]] | None:
