@@ -120,6 +120,12 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
     return [v / norm for v in vec]
 
 
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) resets connections when many clients connect
+    # at once (a run with --ctxbench-concurrency=16).
+    request_queue_size = 128
+
+
 class FakeLLM:
     """An OpenAI-compatible server on ``127.0.0.1`` driven by a script.
 
@@ -191,7 +197,7 @@ class FakeLLM:
         """Start serving in a daemon thread; returns ``self``."""
         if self._server is not None:
             return self
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        server = _Server(("127.0.0.1", 0), _make_handler(self))
         # A handler sleeping through a long delay must not hold up stop().
         server.daemon_threads = True
         server.block_on_close = False
