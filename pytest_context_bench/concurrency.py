@@ -275,6 +275,8 @@ class Outcome:
     value: Any
     error: BaseException | None
     latency: float
+    #: what the ``then`` step of :meth:`CallRunner.submit` returned, if it ran
+    extra: Any = None
 
     def result(self) -> Any:
         if self.error is not None:
@@ -291,8 +293,14 @@ class CallRunner:
     """
 
     def __init__(
-        self, budget: Budget, rate: RateLimit | None = None, timeout: float | None = None
+        self,
+        budget: Budget,
+        rate: RateLimit | None = None,
+        timeout: float | None = None,
+        *,
+        name: str = "ctxbench-calls",
     ) -> None:
+        self.name = name
         self.budget = budget
         self.rate = rate
         self.timeout = timeout
@@ -320,7 +328,7 @@ class CallRunner:
                     loop.call_soon(ready.set)
                     loop.run_forever()
 
-                thread = threading.Thread(target=main, name="ctxbench-calls", daemon=True)
+                thread = threading.Thread(target=main, name=self.name, daemon=True)
                 thread.start()
                 ready.wait()
                 self._loop, self._thread = loop, thread
@@ -337,14 +345,19 @@ class CallRunner:
         system: Any,
         is_async: bool = False,
         context: contextvars.Context | None = None,
+        then: Callable[[Any], Coroutine[Any, Any, Any]] | None = None,
     ) -> Future[Any]:
         """Start ``fn()`` (a System call: sync, or returning a coroutine when the
         System is async) when the limits allow; the future holds its result, or
-        :class:`CallTimeout`, or what it raised."""
+        :class:`CallTimeout`, or what it raised.
+
+        ``then(value)``, a coroutine, runs on the loop once the call has succeeded
+        and given its slot back (the LLM judges of the example: each of their
+        requests takes a slot of its own); its result is the outcome's ``extra``."""
         loop = self._ensure_loop()
         ctx = (context or contextvars.copy_context()).copy()
         ctx.run(_HOLDING.set, True)
-        coro = self._run(fn, system, ctx, is_async)
+        coro = self._run(fn, system, ctx, is_async, then)
         fut: Future[Any] = asyncio.run_coroutine_threadsafe(coro, loop)
         with self._lock:
             self._pending.add(fut)
@@ -384,8 +397,24 @@ class CallRunner:
         return sem
 
     async def _run(
+        self,
+        fn: Callable[[], Any],
+        system: Any,
+        ctx: contextvars.Context,
+        is_async: bool,
+        then: Callable[[Any], Coroutine[Any, Any, Any]] | None = None,
+    ) -> Outcome:
+        outcome = await self._call(fn, system, ctx, is_async)
+        if then is not None and outcome.error is None:
+            after = ctx.copy()
+            after.run(_HOLDING.set, False)  # the judges' requests take their own slots
+            outcome.extra = await after.run(asyncio.ensure_future, then(outcome.value))
+        return outcome
+
+    async def _call(
         self, fn: Callable[[], Any], system: Any, ctx: contextvars.Context, is_async: bool
     ) -> Outcome:
+        __tracebackhide__ = True
         own = await self._own_slot(system)
         try:
             await self.budget.acquire_async()
@@ -418,8 +447,11 @@ class CallRunner:
                 own.release()
 
     async def _run_async(self, fn: Callable[[], Any], ctx: contextvars.Context) -> Any:
+        __tracebackhide__ = True
+
         # The task is created inside ``ctx``, so it runs in (a copy of) it.
         def start() -> asyncio.Task[Any]:
+            __tracebackhide__ = True
             result = fn()
             if not inspect.isawaitable(result):
                 async def done() -> Any:
@@ -435,6 +467,7 @@ class CallRunner:
     async def _run_thread(
         self, fn: Callable[[], Any], ctx: contextvars.Context, system: Any
     ) -> Any:
+        __tracebackhide__ = True
         loop = asyncio.get_running_loop()
         out: asyncio.Future[Any] = loop.create_future()
 
@@ -447,6 +480,7 @@ class CallRunner:
                 out.set_exception(value)
 
         def body() -> None:
+            __tracebackhide__ = True
             try:
                 value = ctx.run(fn)
             except BaseException as exc:  # handed to the waiting item
@@ -521,7 +555,7 @@ def fallback_runner() -> CallRunner:
     global _FALLBACK
     with _FALLBACK_LOCK:
         if _FALLBACK is None:
-            _FALLBACK = CallRunner(Budget(1 << 30))
+            _FALLBACK = CallRunner(Budget(1 << 30), name="ctxbench-async-systems")
         return _FALLBACK
 
 

@@ -128,6 +128,8 @@ class SystemCall:
     error: dict[str, str] | None = None
     raised: BaseException | None = None
     latency: float = 0.0
+    #: evaluator position → its result computed right after the call (judges)
+    ahead: dict[int, Any] | None = None
 
 
 def _scope_for(system: Any, example: dict[str, Any], trial: int) -> CallScope:
@@ -186,8 +188,18 @@ def call_function(system: Any, example: dict[str, Any]) -> tuple[Callable[[], An
 
     name = "process_conversation" if _is_conversation(system, example) else "process"
     if is_async_system(system, name) or is_async_system(system, "a" + name):
-        return (lambda: _call_system_async(system, example)), True
-    return (lambda: _call_system(system, example)), False
+
+        def awaited() -> Any:
+            __tracebackhide__ = True
+            return _call_system_async(system, example)
+
+        return awaited, True
+
+    def called() -> Any:
+        __tracebackhide__ = True
+        return _call_system(system, example)
+
+    return called, False
 
 
 def record_call_outcome(call: SystemCall, outcome: Any) -> SystemCall:
@@ -196,6 +208,7 @@ def record_call_outcome(call: SystemCall, outcome: Any) -> SystemCall:
         call.raised, call.error = outcome.error, _error(outcome.error, "system")
     else:
         call.processed = outcome.value
+        call.ahead = outcome.extra
     call.latency = outcome.latency
     return call
 
@@ -223,6 +236,7 @@ def score_call(
             text_fields=text_fields,
             tokenizer=tokenizer,
             error=call.error,
+            ahead=call.ahead,
         )
     return row, call.raised or ev_raised
 
@@ -238,8 +252,13 @@ def score_processed(
     text_fields: Sequence[str] | None = None,
     tokenizer: Callable[[str], int] | None = None,
     error: dict[str, str] | None = None,
+    ahead: dict[int, Any] | None = None,
 ) -> tuple[EvalRow, BaseException | None]:
     """Count tokens and run the evaluators on an already processed example.
+
+    ``ahead`` maps an evaluator's position to its result already computed (an
+    :class:`~.concurrency.Outcome` of ``(scores, details)``: a judge awaited right
+    after the System call); those evaluators are not called again.
 
     Used by :func:`run_example` and by the ``ctxbench_record`` fixture (marker form,
     where the test body produced ``processed``). ``processed=None`` with ``error``
@@ -279,13 +298,18 @@ def score_processed(
             )
         if error is None:
             owner: dict[str, str] = {}
-            for ev in evaluators:
+            for position, ev in enumerate(evaluators):
                 name = getattr(ev, "name", type(ev).__name__)
                 try:
                     # An evaluator may explain its verdict (CodeExecution: why the
                     # code failed); the explanation goes to the row's metadata.
                     detailed = getattr(ev, "score_details", None)
-                    if callable(detailed):
+                    done = ahead.get(position) if ahead else None
+                    if done is not None:
+                        result, details = done.result()
+                        if details:
+                            metadata[name] = details
+                    elif callable(detailed):
                         result, details = detailed(original, processed)
                         if details:
                             metadata[name] = details

@@ -16,12 +16,22 @@ budget, the rate limit and the timeout).
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, Iterator
 
 import pytest
 
-from ..concurrency import Budget, CallRunner, RateLimit, install, uninstall
+from ..concurrency import (
+    Budget,
+    CallRunner,
+    Outcome,
+    RateLimit,
+    install,
+    is_async_system,
+    uninstall,
+)
 from ..engine import SystemCall, call_function, record_call_outcome
 from ..engine import _scope_for as scope_for
 from ..calls import call_scope
@@ -137,8 +147,11 @@ class Calls:
         scope = scope_for(system, example, case.ref.trial or 1)
         call = SystemCall(scope)
         fn, is_async = call_function(system, dict(example))
+        evaluators = case.ref.spec.evaluators_for(case.ref.ds_pos)
         with call_scope(scope):
-            future = self.runner.submit(fn, system=system, is_async=is_async)
+            future = self.runner.submit(
+                fn, system=system, is_async=is_async, then=judges_ahead(evaluators, example)
+            )
         self._ahead[id(case)] = (future, call, example)
 
     def take(self, case: CliCase) -> tuple[SystemCall, dict[str, Any]] | None:
@@ -158,6 +171,39 @@ class Calls:
         if self.runner is not None:
             self.runner.close()
             uninstall()
+
+
+def judges_ahead(
+    evaluators: list[Any], example: dict[str, Any]
+) -> Callable[[Any], Coroutine[Any, Any, dict[int, Outcome]]] | None:
+    """The step awaited after a call started ahead: the evaluators that have an
+    async ``ascore`` / ``ascore_details`` (the LLM judges), all at once; their
+    results (or errors) wait for the item, which scores in order."""
+    waiting = [
+        (i, ev)
+        for i, ev in enumerate(evaluators)
+        if is_async_system(ev, "ascore_details") or is_async_system(ev, "ascore")
+    ]
+    if not waiting:
+        return None
+
+    async def one(ev: Any, processed: dict[str, Any]) -> Outcome:
+        try:
+            if is_async_system(ev, "ascore_details"):
+                scores, details = await ev.ascore_details(example, processed)
+            else:
+                scores, details = await ev.ascore(example, processed), None
+        except Exception as exc:
+            return Outcome(None, exc, 0.0)
+        return Outcome((scores, details), None, 0.0)
+
+    async def judge(processed: Any) -> dict[int, Outcome]:
+        if not isinstance(processed, dict):
+            return {}
+        done = await asyncio.gather(*(one(ev, processed) for _, ev in waiting))
+        return {i: outcome for (i, _), outcome in zip(waiting, done)}
+
+    return judge
 
 
 def _case_of(item: pytest.Item) -> CliCase | None:
