@@ -522,3 +522,74 @@ def test_report_json_is_unchanged_by_concurrency_with_a_proxy(
         ).assert_outcomes(passed=16)
         docs.append(json.dumps(strip_timings(read_json(out)), sort_keys=True))
     assert docs[0] == docs[1] == docs[2]
+
+
+# --- the async paths of the client, the proxy and the judges ------------------------
+
+
+def test_async_client_proxy_and_judges_match_the_sync_ones() -> None:
+    from pytest_context_bench.evaluators.judges import LLMJudge, MemoryJudge
+    from pytest_context_bench.llm import LLMClient, LLMError
+    from pytest_context_bench.systems import OpenAIProxy
+
+    def handler(request):
+        body = request.json or {}
+        if body.get("model") == "judge":
+            return "Rating: 4"
+        if body.get("model") == "memory":
+            return "YES"
+        return Reply(text="r" + str(len(request.messages)), usage={"prompt_tokens": 3, "completion_tokens": 1})
+
+    turns = [{"role": "user", "content": "u1"}, {"role": "assistant", "content": "x"}, "u2"]
+    ex = {"id": "1", "question": "Q?", "answer": "A", "context": "c"}
+    with FakeLLM(handler=handler) as llm:
+        proxy = OpenAIProxy(llm.base_url, "m", system_prompt="S")
+        judge = LLMJudge(llm.base_url, model="judge")
+        memory = MemoryJudge(llm.base_url, model="memory")
+        sync = (
+            proxy.process(ex),
+            proxy.process_conversation(turns),
+            judge.score(ex, {"response": "A"}),
+            memory.score_details(ex, {"response": "A"}),
+            LLMClient(llm.base_url).embeddings(["a", "b"], "e"),
+        )
+        sync_messages = [r.messages for r in llm.requests]
+
+        async def main() -> tuple:
+            client = LLMClient(llm.base_url)
+            out = (
+                await proxy.aprocess(ex),
+                await proxy.aprocess_conversation(turns),
+                await judge.ascore(ex, {"response": "A"}),
+                await memory.ascore_details(ex, {"response": "A"}),
+                await client.aembeddings(["a", "b"], "e"),
+            )
+            await client.aclose()
+            await proxy.client.aclose()
+            return out
+
+        before = len(llm.requests)
+        assert asyncio.run(main()) == sync
+        assert [r.messages for r in llm.requests[before:]] == sync_messages
+        assert sync[0]["api_usage"] == {"prompt_tokens": 3, "completion_tokens": 1}
+        url = llm.base_url
+
+    async def unreachable() -> None:
+        await LLMClient(url, max_retries=1, retry_base_delay=0.001).achat([], "m")
+
+    with pytest.raises(LLMError, match="2 attempts"):
+        asyncio.run(unreachable())
+
+
+def test_async_client_is_built_once_per_loop() -> None:
+    from pytest_context_bench.llm import LLMClient
+
+    client = LLMClient("http://127.0.0.1:9")
+
+    async def twice() -> bool:
+        return client._async_client() is client._async_client()
+
+    assert asyncio.run(twice())
+    first = client._ahttp
+    asyncio.run(twice())
+    assert client._ahttp is not first  # another loop: another client

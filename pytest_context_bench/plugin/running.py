@@ -17,6 +17,7 @@ budget, the rate limit and the timeout).
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
 from typing import Any, Iterator
@@ -117,7 +118,7 @@ class Calls:
         start = self._index.get(id(item))
         if start is None:
             return
-        yield from items[start:]
+        yield from itertools.islice(items, start, None)
 
     def advance(self, session: pytest.Session, item: pytest.Item) -> None:
         """Start the calls of the items from ``item`` on, up to the window."""
