@@ -84,6 +84,16 @@ class Hang:
         return {**ex, "response": ex["answer"]}
 
 
+class HangMark:
+    """Never returns on q-2, after leaving a file saying so."""
+    name = "hang-mark"
+    def process(self, ex):
+        if ex["id"] == "q-2":
+            open(os.path.join(os.environ["CONC_DIR"], "hanging"), "w").close()
+            threading.Event().wait()
+        return {**ex, "response": ex["answer"]}
+
+
 class AsyncHang:
     name = "async-hang"
     async def process(self, ex):
@@ -117,6 +127,7 @@ http_sync = HttpSync()
 http_async = HttpAsync()
 one_at_a_time = OneAtATime()
 hang = Hang()
+hang_mark = HangMark()
 async_hang = AsyncHang()
 marks = Marks()
 bad_concurrency = BadConcurrency()
@@ -593,3 +604,36 @@ def test_async_client_is_built_once_per_loop() -> None:
     first = client._ahttp
     asyncio.run(twice())
     assert client._ahttp is not first  # another loop: another client
+
+
+def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
+    conc: pytest.Pytester, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "CONC_DIR": str(marks)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+         "--ctxbench-system=conc:hang_mark", "--ctxbench-dataset=qa.jsonl",
+         "--ctxbench-concurrency=3"],
+        cwd=conc.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (marks / "hanging").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)  # a hang here fails the test
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, out  # pytest's "interrupted"
+    assert "KeyboardInterrupt" in out

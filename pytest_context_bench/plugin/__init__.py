@@ -517,12 +517,18 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    interrupted = False
     try:
         return (yield)
+    except KeyboardInterrupt:
+        interrupted = True
+        raise
     finally:
         state = session.config.stash.get(STATE_KEY, None)
         if state is not None and state.calls is not None:
-            state.calls.close()  # -x / Ctrl-C: nothing started ahead keeps running
+            # -x: nothing started ahead keeps running. Ctrl-C: no wait for the sync
+            # calls in flight (daemon threads), the user asked to stop now.
+            state.calls.close(wait=0.0 if interrupted else None)
         if state is not None and state.controller is not None:
             state.controller.finish(session)
 

@@ -9,9 +9,10 @@ evaluators (sandbox, ROUGE, judges) run in the item, in the main thread, never i
 the way of the calls in flight.
 
 Only the command-line items whose System is known at collection time
-(``--ctxbench-system`` / ``--ctxbench-proxy``) are prefetched; a ``ctxbench_system``
-fixture or a marked test calls in its own body, one call at a time (still under the
-budget, the rate limit and the timeout).
+(``--ctxbench-system`` / ``--ctxbench-proxy``) are prefetched. With a
+``ctxbench_system`` fixture the item makes its call itself, one at a time, still
+through the runner (budget, rate limit, timeout); a marked test's body makes its own
+calls; memory datasets ask their questions in order, as before.
 """
 
 from __future__ import annotations
@@ -164,13 +165,13 @@ class Calls:
         future, call, example = entry
         return record_call_outcome(call, future.result()), example
 
-    def close(self) -> None:
-        """Start nothing more; cancel what has not started; wait for the calls in
-        flight (up to the timeout); stop the loop."""
+    def close(self, wait: float | None = None) -> None:
+        """Start nothing more; cancel what has not started; wait for the sync calls
+        in flight (up to ``wait`` seconds, default the timeout); stop the loop."""
         self._stopped = True
         self._ahead.clear()
         if self.runner is not None:
-            self.runner.close()
+            self.runner.close(wait)
             uninstall()
 
 
