@@ -419,10 +419,14 @@ class CallRunner:
         try:
             await self.budget.acquire_async()
             try:
+                if self._closed:  # closing: start nothing more
+                    raise asyncio.CancelledError
                 if self.rate is not None:
                     delay = self.rate.reserve()
                     if delay > 0:
                         await asyncio.sleep(delay)
+                        if self._closed:
+                            raise asyncio.CancelledError
                 start = time.perf_counter()
                 try:
                     if is_async:
@@ -494,9 +498,10 @@ class CallRunner:
 
         name = f"ctxbench-call-{getattr(system, 'name', 'system')}"
         thread = threading.Thread(target=body, name=name, daemon=True)
-        with self._lock:
-            self._threads.add(thread)
         thread.start()
+        with self._lock:
+            if thread.is_alive():  # else it has already discarded itself
+                self._threads.add(thread)
         if self.timeout is None:
             return await out
         return await asyncio.wait_for(asyncio.shield(out), self.timeout)
@@ -515,15 +520,11 @@ class CallRunner:
         if loop is None or thread is None:
             return
         for fut in pending:
-            fut.cancel()  # cancels the task: waiting for a slot, or awaiting the call
-        limit = wait if wait is not None else self.timeout
-        deadline = None if limit is None else time.monotonic() + limit
-        with self._lock:
-            threads = list(self._threads)
-        for t in threads:
-            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            fut.cancel()
 
         async def drain() -> None:
+            # On the loop, so that no task is between taking its slot and starting
+            # its thread: after this, every call that started is in self._threads.
             tasks = [
                 t for t in asyncio.all_tasks() if t is not asyncio.current_task()
             ]
@@ -533,6 +534,12 @@ class CallRunner:
 
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(drain(), loop).result(timeout=10)
+        limit = wait if wait is not None else self.timeout
+        deadline = None if limit is None else time.monotonic() + limit
+        with self._lock:
+            threads = list(self._threads)
+        for t in threads:
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         if not thread.is_alive():

@@ -176,9 +176,9 @@ def call_system(
 
 def _is_async(system: Any) -> bool:
     """True when the System can only be awaited (``async def process``)."""
-    from .concurrency import is_async_system
-
-    return is_async_system(system) or is_async_system(system, "process_conversation")
+    return inspect.iscoroutinefunction(
+        getattr(system, "process", None)
+    ) or inspect.iscoroutinefunction(getattr(system, "process_conversation", None))
 
 
 def call_function(system: Any, example: dict[str, Any]) -> tuple[Callable[[], Any], bool]:

@@ -233,6 +233,9 @@ def _setup_calls(config: pytest.Config, state: State) -> None:
     state.calls = Calls(
         max(1, share), rate, settings.call_timeout, explicit=total is not None and total > 1
     )
+    if state.calls.prefetching:
+        # Only then: a hook on every item costs the runs that do not need it.
+        config.pluginmanager.register(state.calls, "ctxbench-calls")
 
 
 def _one_line(exc: BaseException) -> str:
@@ -267,6 +270,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None and state.calls is not None:
         state.calls.close()
+        if config.pluginmanager.is_registered(state.calls):
+            config.pluginmanager.unregister(state.calls)
     for name, value in (state.saved_env.items() if state is not None else ()):
         if value is None:
             os.environ.pop(name, None)
@@ -505,14 +510,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if total is None or total < 2 or not workers or config.option.dist != "load":
         return None
     return make_scheduler(config, log, ahead=2 * -(-total // workers))
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, object, object]:
-    state = item.config.stash.get(STATE_KEY, None)
-    if state is not None and state.calls is not None and state.calls.prefetching:
-        state.calls.advance(item.session, item)
-    return (yield)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -121,6 +121,12 @@ class Calls:
             return
         yield from itertools.islice(items, start, None)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """Before each item: start the calls of the items ahead."""
+        if self.prefetching:
+            self.advance(item.session, item)
+
     def advance(self, session: pytest.Session, item: pytest.Item) -> None:
         """Start the calls of the items from ``item`` on, up to the window."""
         if not self.prefetching:

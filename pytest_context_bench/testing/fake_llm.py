@@ -333,11 +333,19 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 client_port=int(self.client_address[1]),
             )
             reply = owner._next_reply(request)
+            self._counted = True
             try:
                 self._answer(reply, request)
             except OSError:
                 pass  # the client gave up (its timeout); nothing to do
             finally:
+                self._finish()
+
+        def _finish(self) -> None:
+            # Once, just before the reply goes out: a client that has its reply may
+            # send its next request at once, and must not find this one still counted.
+            if self._counted:
+                self._counted = False
                 owner._done()
 
         def _answer(self, reply: Reply, request: RecordedRequest) -> None:
@@ -386,6 +394,7 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Retry-After", str(reply.retry_after))
             for name, value in reply.headers.items():
                 self.send_header(name, value)
+            self._finish()
             self.end_headers()
             self.wfile.write(payload)
             self.wfile.flush()
