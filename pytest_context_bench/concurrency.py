@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -58,6 +59,21 @@ T = TypeVar("T")
 _HOLDING: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "ctxbench_holding_slot", default=False
 )
+
+
+#: how often a thread blocked on a call or a slot wakes up
+_POLL = 0.2
+
+
+def wait_for(future: Future[T]) -> T:
+    """``future.result()``, waking up now and then: a signal (Ctrl-C) may be
+    delivered to any thread, and a main thread blocked on a lock forever would not
+    see it until the lock is released."""
+    while True:
+        try:
+            return future.result(timeout=_POLL)
+        except FutureTimeout:
+            continue
 
 
 class CallTimeout(Exception):
@@ -96,7 +112,8 @@ class Budget:
                 return
             event = threading.Event()
             self._waiters.append(event)
-        event.wait()
+        while not event.wait(_POLL):  # wakes up for Ctrl-C (see wait_for)
+            pass
 
     async def acquire_async(self) -> None:
         """Take a slot, suspending this task until one is free."""
@@ -383,7 +400,7 @@ class CallRunner:
                 " running event loop, where ctxbench cannot wait for it; call it from"
                 " synchronous code (pytest items, evaluate()) instead."
             )
-        outcome: Outcome = self.submit(fn, system=system, is_async=is_async).result()
+        outcome: Outcome = wait_for(self.submit(fn, system=system, is_async=is_async))
         return outcome
 
     async def _own_slot(self, system: Any) -> asyncio.Semaphore | None:

@@ -619,7 +619,7 @@ def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
     marks.mkdir()
     env = {**os.environ, "CONC_DIR": str(marks)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+        [sys.executable, "-X", "faulthandler", "-m", "pytest", "-p", "no:cacheprovider",
          "--ctxbench-system=conc:hang_mark", "--ctxbench-dataset=qa.jsonl",
          "--ctxbench-concurrency=3"],
         cwd=conc.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -630,7 +630,12 @@ def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=120)  # a hang here fails the test
+        try:
+            out, _ = proc.communicate(timeout=120)  # a hang here fails the test
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler shows where it hangs
+            out, _ = proc.communicate(timeout=30)
+            pytest.fail(f"the run did not end after Ctrl-C:\n{out}")
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -33,6 +33,7 @@ from ..concurrency import (
     install,
     is_async_system,
     uninstall,
+    wait_for,
 )
 from ..engine import SystemCall, call_function, record_call_outcome
 from ..engine import _scope_for as scope_for
@@ -169,7 +170,7 @@ class Calls:
         if entry is None:
             return None
         future, call, example = entry
-        return record_call_outcome(call, future.result()), example
+        return record_call_outcome(call, wait_for(future)), example
 
     def close(self, wait: float | None = None) -> None:
         """Start nothing more; cancel what has not started; wait for the sync calls
