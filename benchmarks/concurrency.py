@@ -29,7 +29,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from pytest_context_bench.testing import FakeLLM, Reply
 QUESTION = re.compile(r"capital of country (\d+)")
 BUDGET = 16
 
-SYSTEMS = '''
+SYSTEMS = """
 import os
 import httpx
 
@@ -72,9 +71,9 @@ class AsyncHttpx:
 
 sync_httpx = SyncHttpx()
 async_httpx = AsyncHttpx()
-'''
+"""
 
-INSPECT_TASK = '''
+INSPECT_TASK = """
 import json
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
@@ -90,7 +89,7 @@ def qa():
         solver=generate(),
         scorer=includes(),
     )
-'''
+"""
 
 
 def write_data(directory: Path, n: int) -> None:
@@ -113,7 +112,9 @@ def write_data(directory: Path, n: int) -> None:
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
     wall = time.perf_counter() - start
     out = proc.stdout + proc.stderr
     if proc.returncode != 0:
@@ -130,14 +131,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.1)
-    parser.add_argument("--serial", action="store_true", help="also run without the option")
-    parser.add_argument("--inspect", metavar="VENV", help="a venv with inspect-ai installed")
+    parser.add_argument(
+        "--serial", action="store_true", help="also run without the option"
+    )
+    parser.add_argument(
+        "--inspect", metavar="VENV", help="a venv with inspect-ai installed"
+    )
     args = parser.parse_args()
 
     def handler(request):  # type: ignore[no-untyped-def]
         text = " ".join(str(m.get("content", "")) for m in request.messages)
         match = QUESTION.search(text)
-        return Reply(text=f"city {match.group(1)}" if match else "?", delay=args.latency)
+        return Reply(
+            text=f"city {match.group(1)}" if match else "?", delay=args.latency
+        )
 
     ideal = args.n * args.latency / BUDGET
     rows: list[tuple[str, float, float | None, int, str]] = []
@@ -145,31 +152,61 @@ def main() -> int:
         directory = Path(tmp)
         write_data(directory, args.n)
         env = {**os.environ, "BENCH_URL": llm.base_url, "OPENAI_API_KEY": "x"}
-        pytest_cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                      "--ctxbench-dataset=qa.jsonl"]
+        pytest_cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--ctxbench-dataset=qa.jsonl",
+        ]
         proxy = f"--ctxbench-proxy={llm.base_url}"
         budget = f"--ctxbench-concurrency={BUDGET}"
         variants: list[tuple[str, list[str], str | None]] = [
             ("--co", [*pytest_cmd, proxy, "--co"], None),
             ("--co -n 2", [*pytest_cmd, proxy, "--co", "-n", "2"], None),
             ("proxy, concurrency 16", [*pytest_cmd, proxy, budget], "--co"),
-            ("proxy, concurrency 16, -n 2", [*pytest_cmd, proxy, budget, "-n", "2"], "--co -n 2"),
-            ("sync httpx System, concurrency 16",
-             [*pytest_cmd, "--ctxbench-system=bench_systems:sync_httpx", budget], "--co"),
-            ("async httpx System, concurrency 16",
-             [*pytest_cmd, "--ctxbench-system=bench_systems:async_httpx", budget], "--co"),
+            (
+                "proxy, concurrency 16, -n 2",
+                [*pytest_cmd, proxy, budget, "-n", "2"],
+                "--co -n 2",
+            ),
+            (
+                "sync httpx System, concurrency 16",
+                [*pytest_cmd, "--ctxbench-system=bench_systems:sync_httpx", budget],
+                "--co",
+            ),
+            (
+                "async httpx System, concurrency 16",
+                [*pytest_cmd, "--ctxbench-system=bench_systems:async_httpx", budget],
+                "--co",
+            ),
         ]
         if args.serial:
             variants.append(("proxy, no option (serial)", [*pytest_cmd, proxy], "--co"))
         if args.inspect:
             inspect = str(Path(args.inspect) / "bin" / "inspect")
-            variants.append((
-                "Inspect AI, --max-connections 16",
-                [inspect, "eval", "inspect_task.py", "--model", "openai-api/bench/m",
-                 "--max-connections", "16", "--no-log-samples", "--display", "none",
-                 "--log-dir", str(directory / "logs")],
-                None,
-            ))
+            variants.append(
+                (
+                    "Inspect AI, --max-connections 16",
+                    [
+                        inspect,
+                        "eval",
+                        "inspect_task.py",
+                        "--model",
+                        "openai-api/bench/m",
+                        "--max-connections",
+                        "16",
+                        "--no-log-samples",
+                        "--display",
+                        "none",
+                        "--log-dir",
+                        str(directory / "logs"),
+                    ],
+                    None,
+                )
+            )
             env["BENCH_BASE_URL"] = llm.url_v1
             env["BENCH_API_KEY"] = "x"
         walls: dict[str, float] = {}
@@ -184,10 +221,16 @@ def main() -> int:
                 acc = re.search(r"accuracy\s*[:=]?\s*([0-9.]+)", out)
                 count = f"accuracy {acc.group(1)}" if acc else "see log"
             requests = len(llm.requests) - before
-            rows.append((name, wall, net, llm.max_in_flight, f"{count} ({requests} requests)"))
-    print(f"{args.n} examples, endpoint latency {args.latency * 1000:.0f} ms,"
-          f" budget {BUDGET}: ideal {ideal:.2f} s")
-    print(f"{'variant':40} {'wall':>7} {'- co':>7} {'/ideal':>7} {'max in flight':>14}  passed")
+            rows.append(
+                (name, wall, net, llm.max_in_flight, f"{count} ({requests} requests)")
+            )
+    print(
+        f"{args.n} examples, endpoint latency {args.latency * 1000:.0f} ms,"
+        f" budget {BUDGET}: ideal {ideal:.2f} s"
+    )
+    print(
+        f"{'variant':40} {'wall':>7} {'- co':>7} {'/ideal':>7} {'max in flight':>14}  passed"
+    )
     for name, wall, net, peak, count in rows:
         ratio = f"{net / ideal:6.2f}x" if net is not None and ideal > 0 else ""
         shown = f"{net:6.2f}s" if net is not None else ""

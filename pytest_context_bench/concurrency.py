@@ -1,4 +1,4 @@
-"""How many System and judge calls are in flight, how fast they start, how long they last.
+"""System and judge calls: how many run at once, how fast they start, how long they run.
 
 One :class:`CallRunner` per process (a pytest process or an xdist worker) runs the
 System calls the plugin hands it:
@@ -42,10 +42,10 @@ __all__ = [
     "CallRunner",
     "CallTimeout",
     "Outcome",
-    "fallback_runner",
     "RateLimit",
     "aslot",
     "current_limits",
+    "fallback_runner",
     "install",
     "is_async_system",
     "parse_rate",
@@ -387,7 +387,9 @@ class CallRunner:
             if not fut.cancelled():
                 self.done += 1
 
-    def call(self, fn: Callable[[], Any], *, system: Any, is_async: bool = False) -> Outcome:
+    def call(
+        self, fn: Callable[[], Any], *, system: Any, is_async: bool = False
+    ) -> Outcome:
         """Run one call through the runner and wait for it (from a thread that runs
         no event loop)."""
         try:
@@ -429,7 +431,11 @@ class CallRunner:
         return outcome
 
     async def _call(
-        self, fn: Callable[[], Any], system: Any, ctx: contextvars.Context, is_async: bool
+        self,
+        fn: Callable[[], Any],
+        system: Any,
+        ctx: contextvars.Context,
+        is_async: bool,
     ) -> Outcome:
         __tracebackhide__ = True
         own = await self._own_slot(system)
@@ -475,8 +481,10 @@ class CallRunner:
             __tracebackhide__ = True
             result = fn()
             if not inspect.isawaitable(result):
+
                 async def done() -> Any:
                     return result
+
                 return asyncio.ensure_future(done())
             return asyncio.ensure_future(result)
 
@@ -542,9 +550,7 @@ class CallRunner:
         async def drain() -> None:
             # On the loop, so that no task is between taking its slot and starting
             # its thread: after this, every call that started is in self._threads.
-            tasks = [
-                t for t in asyncio.all_tasks() if t is not asyncio.current_task()
-            ]
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -67,7 +67,9 @@ def _is_conversation(system: Any, example: dict[str, Any]) -> bool:
     )
 
 
-def _invoke(system: Any, example: dict[str, Any], prefer_async: bool = False) -> tuple[Any, bool]:
+def _invoke(
+    system: Any, example: dict[str, Any], prefer_async: bool = False
+) -> tuple[Any, bool]:
     """Call the System: its raw result (maybe awaitable) and whether it was a
     conversation. ``prefer_async`` calls ``aprocess`` / ``aprocess_conversation``
     when the System has them (OpenAIProxy does)."""
@@ -181,7 +183,9 @@ def _is_async(system: Any) -> bool:
     ) or inspect.iscoroutinefunction(getattr(system, "process_conversation", None))
 
 
-def call_function(system: Any, example: dict[str, Any]) -> tuple[Callable[[], Any], bool]:
+def call_function(
+    system: Any, example: dict[str, Any]
+) -> tuple[Callable[[], Any], bool]:
     """The zero-argument function a runner calls for ``system`` on ``example``, and
     whether it returns a coroutine (an async System, or one with ``aprocess``)."""
     from .concurrency import is_async_system

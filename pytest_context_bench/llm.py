@@ -421,7 +421,9 @@ class LLMClient:
         assert last is not None
         raise self._gave_up(shown, attempts, started, last)
 
-    async def _apost(self, url: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    async def _apost(
+        self, url: str, body: dict[str, Any]
+    ) -> tuple[dict[str, Any], int]:
         shown = display_url(url)
         attempts = 1 + self.max_retries
         started = time.monotonic()
@@ -501,7 +503,8 @@ class LLMClient:
             return _Retryable(f"{kind} after {self.timeout:g} s", None, None)
         if isinstance(exc, httpx.ConnectError):
             return _Retryable(f"cannot connect ({self._snippet(str(exc))})", None, None)
-        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        dropped = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+        if isinstance(exc, dropped):
             return _Retryable(
                 f"connection dropped ({self._snippet(str(exc)) or type(exc).__name__})",
                 None,
@@ -513,7 +516,9 @@ class LLMClient:
             attempts=number,
         )
 
-    def _checked(self, response: httpx.Response, shown: str, number: int) -> dict[str, Any]:
+    def _checked(
+        self, response: httpx.Response, shown: str, number: int
+    ) -> dict[str, Any]:
         status = response.status_code
         text = response.text
         if status in _RETRY_STATUSES:

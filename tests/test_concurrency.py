@@ -14,8 +14,8 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from helpers import qa_lines, read_json, strip_timings
+
 from pytest_context_bench.concurrency import (
     Budget,
     CallRunner,
@@ -219,13 +219,16 @@ def test_rate_limit_spaces_the_starts() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "per_second"), [("10/s", 10.0), ("600/min", 10.0), ("2.5/sec", 2.5), (" 30 / minute ", 0.5)]
+    ("text", "per_second"),
+    [("10/s", 10.0), ("600/min", 10.0), ("2.5/sec", 2.5), (" 30 / minute ", 0.5)],
 )
 def test_parse_rate(text: str, per_second: float) -> None:
     assert parse_rate(text) == pytest.approx(per_second)
 
 
-@pytest.mark.parametrize("text", ["fast", "10", "0/s", "-1/s", "10/hour", "inf/s", "/s"])
+@pytest.mark.parametrize(
+    "text", ["fast", "10", "0/s", "-1/s", "10/hour", "inf/s", "/s"]
+)
 def test_parse_rate_refuses(text: str) -> None:
     with pytest.raises(ValueError, match="10/s or 600/min"):
         parse_rate(text)
@@ -247,7 +250,7 @@ def test_async_system_inside_a_running_loop_is_one_error_naming_it() -> None:
     async def main() -> tuple:
         return run_example(Async(), {"id": "1", "question": "q", "answer": "x"}, [])
 
-    row, raised = asyncio.run(main())
+    row, _ = asyncio.run(main())
     assert row.error is not None and "'my-async'" in row.error["message"]
     assert "running event loop" in row.error["message"]
 
@@ -290,7 +293,9 @@ def test_runner_close_cancels_what_has_not_started() -> None:
 # --- the plugin -----------------------------------------------------------------------
 
 
-def test_results_are_those_of_a_serial_run(conc: pytest.Pytester, mode_args: list[str]) -> None:
+def test_results_are_those_of_a_serial_run(
+    conc: pytest.Pytester, mode_args: list[str]
+) -> None:
     """Same ids, statuses, rows, order and gate as a serial run (minus timings)."""
     docs = {}
     outcomes = {}
@@ -345,7 +350,9 @@ def test_user_systems_sync_and_async(
         assert 1 < server.max_in_flight <= 3, extra
 
 
-def test_a_system_can_opt_out_of_parallel_calls(conc: pytest.Pytester, server: FakeLLM) -> None:
+def test_a_system_can_opt_out_of_parallel_calls(
+    conc: pytest.Pytester, server: FakeLLM
+) -> None:
     result = conc.runpytest_subprocess(
         "--ctxbench-system=conc:one_at_a_time",
         "--ctxbench-system=conc:http_sync",
@@ -384,7 +391,9 @@ def test_exitfirst_starts_nothing_more_and_leaves_nothing_running(
 
 
 @pytest.mark.parametrize("system", ["hang", "async_hang"])
-@pytest.mark.parametrize("concurrency", [[], ["--ctxbench-concurrency=2"]], ids=["serial", "concurrent"])
+@pytest.mark.parametrize(
+    "concurrency", [[], ["--ctxbench-concurrency=2"]], ids=["serial", "concurrent"]
+)
 def test_a_call_past_the_timeout_is_that_examples_error(
     conc: pytest.Pytester, system: str, concurrency: list[str]
 ) -> None:
@@ -418,12 +427,15 @@ def test_collect_only_calls_nothing(conc: pytest.Pytester, server: FakeLLM) -> N
     assert server.requests == []
 
 
-def test_keyword_selection_calls_only_the_selected(conc: pytest.Pytester, server: FakeLLM) -> None:
+def test_keyword_selection_calls_only_the_selected(
+    conc: pytest.Pytester, server: FakeLLM
+) -> None:
     result = conc.runpytest_subprocess(
         f"--ctxbench-proxy={server.base_url}",
         "--ctxbench-dataset=qa.jsonl",
         "--ctxbench-concurrency=4",
-        "-k", "q-7",
+        "-k",
+        "q-7",
     )
     result.assert_outcomes(passed=1, deselected=15)
     assert len(server.requests) == 1
@@ -432,19 +444,50 @@ def test_keyword_selection_calls_only_the_selected(conc: pytest.Pytester, server
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--ctxbench-concurrency=0"], "--ctxbench-concurrency must be an integer >= 1, given: '0'"),
-        (["--ctxbench-concurrency=-3"], "--ctxbench-concurrency must be an integer >= 1, given: '-3'"),
-        (["--ctxbench-concurrency=2.5"], "--ctxbench-concurrency must be an integer >= 1, given: '2.5'"),
-        (["--ctxbench-rate-limit=fast"], "--ctxbench-rate-limit must be a positive number of requests per second or per minute, such as 10/s or 600/min, given: 'fast'"),
-        (["--ctxbench-rate-limit=5/hour"], "--ctxbench-rate-limit must be * given: '5/hour'"),
-        (["--ctxbench-timeout=0"], "--ctxbench-timeout must be a number > 0, given: '0'"),
-        (["--ctxbench-timeout=soon"], "--ctxbench-timeout must be a number > 0, given: 'soon'"),
-        (["--ctxbench-concurrency=1", "-n", "2"], "--ctxbench-concurrency=1 is less than the 2 xdist workers*"),
-        (["--ctxbench-system=conc:bad_concurrency"], "System 'bad-concurrency' has concurrency = 0; it must be a positive integer*"),
+        (
+            ["--ctxbench-concurrency=0"],
+            "--ctxbench-concurrency must be an integer >= 1, given: '0'",
+        ),
+        (
+            ["--ctxbench-concurrency=-3"],
+            "--ctxbench-concurrency must be an integer >= 1, given: '-3'",
+        ),
+        (
+            ["--ctxbench-concurrency=2.5"],
+            "--ctxbench-concurrency must be an integer >= 1, given: '2.5'",
+        ),
+        (
+            ["--ctxbench-rate-limit=fast"],
+            "--ctxbench-rate-limit must be a positive number of requests per second or per minute, such as 10/s or 600/min, given: 'fast'",
+        ),
+        (
+            ["--ctxbench-rate-limit=5/hour"],
+            "--ctxbench-rate-limit must be * given: '5/hour'",
+        ),
+        (
+            ["--ctxbench-timeout=0"],
+            "--ctxbench-timeout must be a number > 0, given: '0'",
+        ),
+        (
+            ["--ctxbench-timeout=soon"],
+            "--ctxbench-timeout must be a number > 0, given: 'soon'",
+        ),
+        (
+            ["--ctxbench-concurrency=1", "-n", "2"],
+            "--ctxbench-concurrency=1 is less than the 2 xdist workers*",
+        ),
+        (
+            ["--ctxbench-system=conc:bad_concurrency"],
+            "System 'bad-concurrency' has concurrency = 0; it must be a positive integer*",
+        ),
     ],
 )
-def test_bad_values_are_one_usage_error(conc: pytest.Pytester, args: list[str], message: str) -> None:
-    result = conc.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=conc:jittery", *args)
+def test_bad_values_are_one_usage_error(
+    conc: pytest.Pytester, args: list[str], message: str
+) -> None:
+    result = conc.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=conc:jittery", *args
+    )
     assert result.ret == 4
     errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
     assert len(errors) == 1, result.stderr.lines
@@ -456,16 +499,24 @@ def test_ini_options(conc: pytest.Pytester, server: FakeLLM) -> None:
         "[pytest]\npythonpath = .\nctxbench_concurrency = 3\nctxbench_rate_limit = 6000/min\n"
         "ctxbench_timeout = 30\n"
     )
-    result = conc.runpytest_subprocess(f"--ctxbench-proxy={server.base_url}", "--ctxbench-dataset=qa.jsonl")
+    result = conc.runpytest_subprocess(
+        f"--ctxbench-proxy={server.base_url}", "--ctxbench-dataset=qa.jsonl"
+    )
     result.assert_outcomes(passed=16)
     assert 1 < server.max_in_flight <= 3
     conc.makeini("[pytest]\nctxbench_rate_limit = lots\n")
-    result = conc.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=conc:jittery")
+    result = conc.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=conc:jittery"
+    )
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["ERROR: ini option 'ctxbench_rate_limit' must be a positive number*"])
+    result.stderr.fnmatch_lines(
+        ["ERROR: ini option 'ctxbench_rate_limit' must be a positive number*"]
+    )
 
 
-def test_judge_calls_count_against_the_same_budget(conc: pytest.Pytester, server: FakeLLM) -> None:
+def test_judge_calls_count_against_the_same_budget(
+    conc: pytest.Pytester, server: FakeLLM
+) -> None:
     judged = {"n": 0}
 
     def handler(request):
@@ -513,7 +564,8 @@ def test_rate_limit_runs(conc: pytest.Pytester, server: FakeLLM) -> None:
         "--ctxbench-dataset=qa.jsonl",
         "--ctxbench-concurrency=4",
         "--ctxbench-rate-limit=6000/min",
-        "-n", "2",
+        "-n",
+        "2",
     )
     result.assert_outcomes(passed=16)
     assert server.max_in_flight <= 4
@@ -523,7 +575,11 @@ def test_report_json_is_unchanged_by_concurrency_with_a_proxy(
     conc: pytest.Pytester, server: FakeLLM
 ) -> None:
     docs = []
-    for extra in ([], ["--ctxbench-concurrency=5"], ["--ctxbench-concurrency=5", "-n", "2"]):
+    for extra in (
+        [],
+        ["--ctxbench-concurrency=5"],
+        ["--ctxbench-concurrency=5", "-n", "2"],
+    ):
         out = conc.path / "p.json"
         conc.runpytest_subprocess(
             f"--ctxbench-proxy={server.base_url}",
@@ -549,9 +605,16 @@ def test_async_client_proxy_and_judges_match_the_sync_ones() -> None:
             return "Rating: 4"
         if body.get("model") == "memory":
             return "YES"
-        return Reply(text="r" + str(len(request.messages)), usage={"prompt_tokens": 3, "completion_tokens": 1})
+        return Reply(
+            text="r" + str(len(request.messages)),
+            usage={"prompt_tokens": 3, "completion_tokens": 1},
+        )
 
-    turns = [{"role": "user", "content": "u1"}, {"role": "assistant", "content": "x"}, "u2"]
+    turns = [
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": "x"},
+        "u2",
+    ]
     ex = {"id": "1", "question": "Q?", "answer": "A", "context": "c"}
     with FakeLLM(handler=handler) as llm:
         proxy = OpenAIProxy(llm.base_url, "m", system_prompt="S")
@@ -619,10 +682,23 @@ def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
     marks.mkdir()
     env = {**os.environ, "CONC_DIR": str(marks)}
     proc = subprocess.Popen(
-        [sys.executable, "-X", "faulthandler", "-m", "pytest", "-p", "no:cacheprovider",
-         "--ctxbench-system=conc:hang_mark", "--ctxbench-dataset=qa.jsonl",
-         "--ctxbench-concurrency=3"],
-        cwd=conc.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--ctxbench-system=conc:hang_mark",
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-concurrency=3",
+        ],
+        cwd=conc.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 120

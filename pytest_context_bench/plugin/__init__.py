@@ -102,7 +102,9 @@ class State:
 
     def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
         runner = self.calls.runner if self.calls is not None else None
-        return Recorder(ref, self.tokenizer(), self.systems, original, self.memory, runner)
+        return Recorder(
+            ref, self.tokenizer(), self.systems, original, self.memory, runner
+        )
 
     def take_call(self, case: CliCase) -> Any:
         """The call started ahead for ``case`` (and its example), or None."""
@@ -231,7 +233,10 @@ def _setup_calls(config: pytest.Config, state: State) -> None:
             return  # the controller runs no System call
         share = total if total is not None else 1
     state.calls = Calls(
-        max(1, share), rate, settings.call_timeout, explicit=total is not None and total > 1
+        max(1, share),
+        rate,
+        settings.call_timeout,
+        explicit=total is not None and total > 1,
     )
     if state.calls.prefetching:
         # Only then: a hook on every item costs the runs that do not need it.

@@ -615,7 +615,9 @@ class Settings:
         raw, from_cli = get(CALL_TIMEOUT)
         call_timeout = None
         if raw is not None:
-            call_timeout = parse_float(raw, CALL_TIMEOUT.where(from_cli), lo=0.0, open_lo=True)
+            call_timeout = parse_float(
+                raw, CALL_TIMEOUT.where(from_cli), lo=0.0, open_lo=True
+            )
         return cls(
             concurrency=concurrency,
             rate_limit=rate_limit,

@@ -11,7 +11,13 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from ..engine import SystemCall, call_system, check_unique_names, score_call, score_processed
+from ..engine import (
+    SystemCall,
+    call_system,
+    check_unique_names,
+    score_call,
+    score_processed,
+)
 from ..memory import Conversation, ask_question, check_memory_system, ingest_conversation
 from ..errors import CtxBenchError
 from ..importing import check_system

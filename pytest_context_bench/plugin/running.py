@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import Future
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
+from ..calls import call_scope
 from ..concurrency import (
     Budget,
     CallRunner,
@@ -37,7 +38,6 @@ from ..concurrency import (
 )
 from ..engine import SystemCall, call_function, record_call_outcome
 from ..engine import _scope_for as scope_for
-from ..calls import call_scope
 from .collection import CliCase
 
 __all__ = ["Calls", "share_of", "worker_count"]
@@ -102,7 +102,9 @@ class Calls:
     def prefetching(self) -> bool:
         return self.runner is not None and self.share > 1 and not self._stopped
 
-    def _upcoming(self, session: pytest.Session, item: pytest.Item) -> Iterator[pytest.Item]:
+    def _upcoming(
+        self, session: pytest.Session, item: pytest.Item
+    ) -> Iterator[pytest.Item]:
         items = session.items
         if self._queue is None:
             self._queue = _worker_queue(session.config) or False
@@ -123,7 +125,9 @@ class Calls:
         yield from itertools.islice(items, start, None)
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> None:
         """Before each item: start the calls of the items ahead."""
         if self.prefetching:
             self.advance(item.session, item)
@@ -159,7 +163,10 @@ class Calls:
         evaluators = case.ref.spec.evaluators_for(case.ref.ds_pos)
         with call_scope(scope):
             future = self.runner.submit(
-                fn, system=system, is_async=is_async, then=judges_ahead(evaluators, example)
+                fn,
+                system=system,
+                is_async=is_async,
+                then=judges_ahead(evaluators, example),
             )
         self._ahead[id(case)] = (future, call, example)
 

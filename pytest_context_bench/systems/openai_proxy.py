@@ -161,7 +161,8 @@ class OpenAIProxy:
         """
         conversation = _Conversation(self.system_prompt, turns)
         for history in conversation:
-            conversation.answer(self.client.chat(history, self.model, **self.extra_body))
+            result = self.client.chat(history, self.model, **self.extra_body)
+            conversation.answer(result)
         return conversation.replies
 
     async def aprocess_conversation(self, turns: Sequence[Any]) -> list[dict[str, Any]]:
