@@ -94,6 +94,19 @@ class HangMark:
         return {**ex, "response": ex["answer"]}
 
 
+class Limits:
+    """Writes this process's share of the budget and of the rate limit."""
+    name = "limits"
+    def process(self, ex):
+        import json
+        from pytest_context_bench.concurrency import current_limits
+        budget, rate = current_limits()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(os.path.join(os.environ["CONC_DIR"], worker + ".json"), "w") as f:
+            json.dump([budget.size, 1.0 / rate.interval], f)
+        return {**ex, "response": ex["answer"]}
+
+
 class AsyncHang:
     name = "async-hang"
     async def process(self, ex):
@@ -128,6 +141,7 @@ http_async = HttpAsync()
 one_at_a_time = OneAtATime()
 hang = Hang()
 hang_mark = HangMark()
+limits = Limits()
 async_hang = AsyncHang()
 marks = Marks()
 bad_concurrency = BadConcurrency()
@@ -718,3 +732,28 @@ def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
             proc.wait()
     assert proc.returncode == 2, out  # pytest's "interrupted"
     assert "KeyboardInterrupt" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "shares"),
+    [
+        ([], {"main": [5, 12.0]}),
+        (["-n", "2"], {"gw0": [3, 6.0], "gw1": [2, 6.0]}),
+    ],
+)
+def test_budget_and_rate_are_split_between_workers(
+    conc: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args, shares
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("CONC_DIR", str(marks))
+    result = conc.runpytest_subprocess(
+        *args,
+        "--ctxbench-system=conc:limits",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-concurrency=5",
+        "--ctxbench-rate-limit=720/min",
+    )
+    result.assert_outcomes(passed=16)
+    seen = {p.stem: json.loads(p.read_text()) for p in marks.glob("*.json")}
+    assert {k: [v[0], pytest.approx(v[1])] for k, v in seen.items()} == shares
