@@ -17,7 +17,7 @@ from typing import Any, Callable, Generator
 import pytest
 
 from .. import __version__
-from ..engine import check_unique_names
+from ..inputs import check_unique_names
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
@@ -52,6 +52,10 @@ class State:
     sent_origins: set[str] = field(default_factory=set)
     memory: MemoryCache = field(default_factory=MemoryCache)
     baseline: Any = None
+    controller: Controller | None = None
+    #: environment variables set for the loaders → their values before (None: unset)
+    saved_env: dict[str, str | None] = field(default_factory=dict)
+    _tokenizer: Callable[[str], int] | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -78,10 +82,6 @@ class State:
                 "skipped_records": [s.describe() for s in skipped],
             })
         return out
-    controller: Controller | None = None
-    #: environment variables set for the loaders → their values before (None: unset)
-    saved_env: dict[str, str | None] = field(default_factory=dict)
-    _tokenizer: Callable[[str], int] | None = None
 
     def tokenizer(self) -> Callable[[str], int]:
         if self._tokenizer is None:

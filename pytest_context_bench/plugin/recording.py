@@ -11,10 +11,11 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from ..engine import check_unique_names, run_example, score_processed
-from ..memory import Conversation, ask_question, check_memory_system, ingest_conversation
+from ..engine import run_example, score_processed
+from ..inputs import check_unique_names
+from ..memory import Conversation, ask_question, ingest_conversation
 from ..errors import CtxBenchError
-from ..importing import check_system
+from ..importing import check_memory_system, check_system
 from ..results import EvalRow
 from .collection import ExampleRef
 
