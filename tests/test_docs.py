@@ -9,14 +9,21 @@ from docs/quickstart.md itself) and a JSON report of it (``report.json``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sybil import Sybil
+from sybil import Region, Sybil
+from sybil.example import SybilFailure
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,88 +51,193 @@ def quickstart_project(folder: Path) -> Path:
     return folder
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = quickstart_project(tmp_path_factory.mktemp("docs"))
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "--ctxbench-dataset=data/qa.jsonl", "--ctxbench-system=mysystems:reader",
-         "--ctxbench-json=report.json"],
-        cwd=folder, check=True, capture_output=True,
-    )
-    return folder
+# ------------------------------------------------------------------ the parsers
 
-
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_python_blocks_run(
-    page: Path, project: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(project)
-    monkeypatch.syspath_prepend(str(project))
-    document = Sybil(parsers=[PythonCodeBlockParser(), SkipParser()]).parse(page)
-    for example in document:
-        result = example.evaluate()
-        assert not result, f"{page.name}, line {example.line}: {result}"
-
-
-# -------------------------------------------------------------- pytest transcripts
-
-_HEADER = ("platform ", "cachedir:", "rootdir:", "plugins:", "configfile:")
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:µs|ms|s)\b")
+_HEADER = ("platform ", "cachedir:", "rootdir:", "plugins:", "configfile:")
+_DIRECTORY = re.compile(r"~?(?:/[\w.~-]+)+/")
+_PROGRESS = re.compile(r"^(?:[\w/.:-]+ )?[.bEFsx]+ +\[ *\d+%\]$")
+_COMMIT = re.compile(r"\(commit [0-9a-f]+\)")
+#: A plain fenced block right after the end of another (blank lines between).
+_NEXT_PLAIN = re.compile(r"[ \t]*\n(?:[ \t]*\n)*(`{3,})\n(.*?)^\1[ \t]*$", re.M | re.S)
+_TRANSCRIPT = re.compile(
+    r"^```\n(pytest [^\n]*)\n```[ \t]*\n(?:[ \t]*\n)*```\n(.*?)^```[ \t]*$", re.M | re.S
+)
+_FILE = re.compile(
+    r"^<!-- (file|append): (\S+) -->[ \t]*\n(`{3,})[^\n]*\n(.*?)^\3[ \t]*$", re.M | re.S
+)
 
 
 def normalise(output: str) -> list[str]:
-    """A transcript without what changes from run to run or machine to machine:
-    the header's paths and versions, durations, column widths."""
+    """Text without what changes from run to run or machine to machine: pytest's
+    header lines (paths, versions), directories, commits, durations, column widths
+    and rules, and the progress lines (their order varies under xdist)."""
     lines = []
     for line in output.strip().splitlines():
-        if line.startswith(_HEADER):
+        if line.startswith(_HEADER) or _PROGRESS.match(line.strip()):
             continue
+        line = _COMMIT.sub("(commit <c>)", line)
         line = _DURATION.sub("<t>", line)
+        line = _DIRECTORY.sub("<dir>/", line)
         line = re.sub(r"-{2,}", "--", line)
-        line = re.sub(r"=+ ", "== ", line)
-        line = re.sub(r" =+", " ==", line)
+        line = re.sub(r"={2,}", "==", line)
         lines.append(" ".join(line.split()))
     return lines
 
 
-def transcripts(text: str) -> list[tuple[str, str]]:
-    """(command, shown output): a block of one ``pytest ...`` line followed by a
-    block that starts with pytest's session header (a whole transcript)."""
-    blocks = _blocks(text)
-    pairs = []
-    for (lang, command), (_, output) in zip(blocks, blocks[1:]):
-        command = command.strip()
-        if (not lang and command.startswith("pytest ") and "\n" not in command
-                and "test session starts" in output.splitlines()[0]):
-            pairs.append((command, output))
-    return pairs
+def _same(got: str, shown: str) -> bool:
+    """Equal lines; a shown line ending in ``...`` stands for any line it begins."""
+    if shown.endswith("..."):
+        return got.startswith(shown[:-3].rstrip())
+    return got == shown
 
 
-def run_transcript(command: str, folder: Path) -> str:
-    args = command.split()[1:]
+def _contains(got: list[str], shown: list[str]) -> bool:
+    """``shown`` is a contiguous run of ``got`` (a page may show part of an output)."""
+    return any(
+        all(_same(g, w) for g, w in zip(got[i : i + len(shown)], shown))
+        for i in range(len(got) - len(shown) + 1)
+    )
+
+
+class PythonWithOutputParser:
+    """Sybil's Python code blocks; when a plain block follows one directly, it is
+    what the block prints, and the printed text is compared with it."""
+
+    def __init__(self) -> None:
+        self._inner = PythonCodeBlockParser()
+
+    def __call__(self, document: Any) -> Iterable[Region]:
+        for region in self._inner(document):
+            shown = _NEXT_PLAIN.match(document.text, region.end)
+            if shown is not None and isinstance(region.parsed, str):
+                text = shown.group(2)
+                if not text.startswith(("pytest ", "pip ", "$ ")):
+                    region.evaluator = _printing(region.evaluator, text)
+            yield region
+
+
+def _printing(inner: Any, shown: str) -> Any:
+    def evaluate(example: Any) -> str | None:
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            result = inner(example)
+        if result:
+            return str(result)
+        if normalise(buffer.getvalue()) != normalise(shown):
+            return f"the block printed:\n{buffer.getvalue()}\nthe page shows:\n{shown}"
+        return None
+
+    return evaluate
+
+
+class FileParser:
+    """``<!-- file: NAME -->`` before a block: the block is written to NAME in the
+    page's project (a conftest.py, a test module), for the commands after it;
+    ``<!-- append: NAME -->`` adds it to the end of NAME."""
+
+    def __call__(self, document: Any) -> Iterable[Region]:
+        for m in _FILE.finditer(document.text):
+            end = document.text.index("\n", m.start())
+            yield Region(m.start(), end, (m.group(1), m.group(2), m.group(4)), _write_file)
+
+
+def _write_file(example: Any) -> None:
+    how, name, content = example.parsed
+    path = example.namespace["__project__"] / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "append":
+        content = path.read_text(encoding="utf-8") + "\n\n" + content
+    path.write_text(content, encoding="utf-8")
+
+
+class TranscriptParser:
+    """A block holding one ``pytest ...`` command, followed by a block of its output:
+    the command runs in the page's project, and the output shown must appear in what
+    it prints (timings, paths and column widths aside)."""
+
+    def __call__(self, document: Any) -> Iterable[Region]:
+        for m in _TRANSCRIPT.finditer(document.text):
+            yield Region(m.start(), m.end(), (m.group(1), m.group(2)), _run_transcript)
+
+
+def _run_transcript(example: Any) -> str | None:
+    command, shown = example.parsed
+    got = run_pytest(command, example.namespace["__project__"])
+    if not _contains(normalise(got), normalise(shown)):
+        return f"`{command}` printed:\n{got}\nthe page shows:\n{shown}"
+    return None
+
+
+def run_pytest(command: str, folder: Path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["COLUMNS"] = "80"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *shlex.split(command)[1:]],
         cwd=folder, capture_output=True, text=True, env=env,
     )
-    return done.stdout
+    return done.stdout + done.stderr
 
 
-QUICKSTART_RUNS = transcripts(QUICKSTART.read_text(encoding="utf-8"))
-
-
-def test_the_quickstart_shows_transcripts() -> None:
-    assert QUICKSTART_RUNS
-
-
-@pytest.mark.parametrize(
-    "command, shown", QUICKSTART_RUNS, ids=[f"run{i}" for i in range(len(QUICKSTART_RUNS))]
+DOCS = Sybil(
+    parsers=[PythonWithOutputParser(), FileParser(), TranscriptParser(), SkipParser()]
 )
-def test_quickstart_transcript(command: str, shown: str, tmp_path: Path) -> None:
-    got = run_transcript(command, quickstart_project(tmp_path))
-    assert normalise(got) == normalise(shown), got
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = quickstart_project(tmp_path)
+    if "report.json" in page.read_text(encoding="utf-8"):
+        run_pytest(
+            "pytest -q --ctxbench-dataset=data/qa.jsonl --ctxbench-system=mysystems:reader"
+            " --ctxbench-system=mysystems:trimmer"
+            " --ctxbench-json=report.json",
+            project,
+        )
+    monkeypatch.chdir(project)
+    monkeypatch.syspath_prepend(str(project))
+    for name in ("mysystems", "conftest", "test_bench"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    document = DOCS.parse(page)
+    document.namespace["__project__"] = project
+    failures = []
+    for example in document:
+        try:
+            example.evaluate()
+        except SybilFailure as failure:
+            failures.append(f"{page.name}, line {example.line}: {failure.result}")
+    assert not failures, "\n\n".join(failures)
+
+
+def test_the_quickstart_transcripts_are_checked() -> None:
+    assert len(list(_TRANSCRIPT.finditer(QUICKSTART.read_text(encoding="utf-8")))) >= 3
+
+
+# ----------------------------------------------------------- the example project
+
+EXAMPLE = ROOT / "example_project"
+_EXAMPLE_OUTPUT = re.compile(r"^```\n\$ pytest -n 2\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
+    """README.md and docs/reports.md show `pytest -n 2` in example_project: run it."""
+    project = tmp_path / "example_project"
+    shutil.copytree(
+        EXAMPLE, project, ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__")
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))}
+    env.pop("LOCAL_LLM_PORT", None)
+    env["COLUMNS"] = "80"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"],
+        cwd=project, capture_output=True, text=True, env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = normalise(done.stdout)
+    for page in (ROOT / "README.md", ROOT / "docs" / "reports.md"):
+        shown = _EXAMPLE_OUTPUT.findall(page.read_text(encoding="utf-8"))
+        assert len(shown) == 1, page
+        assert _contains(got, normalise(shown[0])), f"{page.name} shows:\n{shown[0]}\nthe run printed:\n{done.stdout}"
 
 
 # ------------------------------------------------------- numbers that come from code
