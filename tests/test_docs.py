@@ -257,3 +257,20 @@ def test_every_option_is_in_the_options_page() -> None:
     missing = [o.flag for o in OPTIONS if f"`{o.flag}" not in page]
     missing += [o.ini for o in OPTIONS if o.ini not in page]
     assert OPTIONS and missing == []
+
+
+def test_every_option_the_docs_name_exists() -> None:
+    from pytest_context_bench.plugin.options import OPTIONS
+
+    flags = {o.flag for o in OPTIONS}
+    named = {
+        (page.name, flag)
+        for page in PAGES
+        for flag in re.findall(r"--ctxbench-[a-z0-9-]*[a-z0-9]", page.read_text(encoding="utf-8"))
+    }
+    # "--ctxbench-code-*" names a family of options.
+    unknown = [
+        (page, flag) for page, flag in named
+        if flag not in flags and not any(f.startswith(flag + "-") for f in flags)
+    ]
+    assert sorted(unknown) == []
