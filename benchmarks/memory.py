@@ -26,14 +26,14 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from overhead import clean_env, write_workdir  # noqa: E402
+from overhead import clean_env, write_workdir
 
 PEAK = (
     "import resource, sys, pytest; rc = pytest.main(sys.argv[1:]); "
     "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)"
 )
 
-TOKENIZER_STAGES = '''
+TOKENIZER_STAGES = """
 import gc, gzip, importlib.resources, io
 
 def rss():
@@ -54,9 +54,9 @@ del ranks
 gc.collect()
 kept = rss()
 print(with_dict - start, both - with_dict, both - start, kept - start)
-'''
+"""
 
-TRACED = '''
+TRACED = """
 import sys, tracemalloc
 tracemalloc.start()
 import pytest
@@ -65,18 +65,24 @@ current, peak = tracemalloc.get_traced_memory()
 ours = sum(s.size for s in tracemalloc.take_snapshot().statistics("filename")
            if "pytest_context_bench" in s.traceback[0].filename)
 print("TRACED", current, peak, ours, file=sys.stderr)
-'''
+"""
 
 WORDS = "def count(text):\n    return len(text.split())\n"
 
 
 def run(code: str, args: list[str], cwd: Path) -> str:
     proc = subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=cwd, env=clean_env(),
-        capture_output=True, text=True,
+        [sys.executable, "-c", code, *args],
+        cwd=cwd,
+        env=clean_env(),
+        capture_output=True,
+        check=False,
+        text=True,
     )
     if proc.returncode != 0:
-        raise SystemExit(f"failed: {args}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"failed: {args}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        )
     return proc.stderr + proc.stdout
 
 
@@ -90,7 +96,10 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     opts = parser.parse_args()
     common = ["-q", "-p", "no:cacheprovider"]
-    plugin = ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=bench_system:passthrough"]
+    plugin = [
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=bench_system:passthrough",
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         write_workdir(root, opts.n, opts.seed)
@@ -106,17 +115,25 @@ def main() -> int:
         print(f"peak RSS, {opts.n} examples:")
         for name, kib in peaks.items():
             print(f"  {name:24} {mib(kib):>10}  {kib / peaks['bare']:.2f}x bare")
-        print(f"  the tokenizer:           {mib(peaks['plugin'] - peaks['plugin, word tokenizer'])}")
-        print(f"  everything else:         {mib(peaks['plugin, word tokenizer'] - peaks['bare'])}")
+        print(
+            f"  the tokenizer:           {mib(peaks['plugin'] - peaks['plugin, word tokenizer'])}"
+        )
+        print(
+            f"  everything else:         {mib(peaks['plugin, word tokenizer'] - peaks['bare'])}"
+        )
 
-        dict_kib, core_kib, both_kib, kept_kib = map(int, run(TOKENIZER_STAGES, [], root).split())
+        dict_kib, core_kib, both_kib, kept_kib = map(
+            int, run(TOKENIZER_STAGES, [], root).split()
+        )
         print("cl100k_base tokenizer, built alone (RSS):")
         print(f"  Python dict of the ranks (transient): {mib(dict_kib)}")
         print(f"  tiktoken's Rust core:                 {mib(core_kib)}")
         print(f"  both, at the peak of the build:       {mib(both_kib)}")
         print(f"  kept once the dict is dropped:        {mib(kept_kib)}")
 
-        print("Python allocations (tracemalloc), end of run / peak / the plugin's files:")
+        print(
+            "Python allocations (tracemalloc), end of run / peak / the plugin's files:"
+        )
         for name, args in (("bare", ["bare_noop.py"]), ("plugin", plugin)):
             out = run(TRACED, [*common, *args], root)
             current, peak, ours = map(int, out.split("TRACED ")[1].split()[:3])

@@ -65,7 +65,9 @@ class RagApp:
         in their original order."""
         q = _words(question)
         sentences = _sentences(context)
-        ranked = sorted(range(len(sentences)), key=lambda i: -len(q & _words(sentences[i])))
+        ranked = sorted(
+            range(len(sentences)), key=lambda i: -len(q & _words(sentences[i]))
+        )
         return " ".join(sentences[i] for i in sorted(ranked[: self.top_k]))
 
     def prompt(self, example: dict[str, Any]) -> list[dict[str, str]]:

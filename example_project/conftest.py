@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from local_llm import MODEL, LocalLLM
 
 _server: LocalLLM | None = None
@@ -37,8 +36,11 @@ def pytest_configure(config: pytest.Config) -> None:
             f"the local model server cannot listen on 127.0.0.1:{port} ({exc});"
             " set LOCAL_LLM_PORT to a free port, or unset it to take any free one."
         ) from None
-    values = {"OPENAI_BASE_URL": _server.url, "OPENAI_API_KEY": "local",
-              "OPENAI_MODEL": MODEL}
+    values = {
+        "OPENAI_BASE_URL": _server.url,
+        "OPENAI_API_KEY": "local",
+        "OPENAI_MODEL": MODEL,
+    }
     for name, value in values.items():
         _saved[name] = os.environ.get(name)
         os.environ[name] = value

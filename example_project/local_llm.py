@@ -38,9 +38,37 @@ MODEL = "local-reader"
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 _STOP = {
-    "a", "an", "the", "of", "is", "in", "what", "which", "who", "was", "does",
-    "did", "how", "many", "its", "to", "and", "on", "for", "by", "with", "at",
-    "often", "called", "about", "it", "earth", "are", "be", "that", "this",
+    "a",
+    "an",
+    "the",
+    "of",
+    "is",
+    "in",
+    "what",
+    "which",
+    "who",
+    "was",
+    "does",
+    "did",
+    "how",
+    "many",
+    "its",
+    "to",
+    "and",
+    "on",
+    "for",
+    "by",
+    "with",
+    "at",
+    "often",
+    "called",
+    "about",
+    "it",
+    "earth",
+    "are",
+    "be",
+    "that",
+    "this",
 }
 
 
@@ -78,19 +106,36 @@ def choose_option(question: str, context: str) -> str:
 
 # The search space of the code "model": expressions over the arguments a and b.
 _UNARY: list[tuple[str, Callable[[Any], Any]]] = [
-    ("a", lambda a: a), ("-a", lambda a: -a), ("a + 1", lambda a: a + 1),
-    ("a - 1", lambda a: a - 1), ("a * 2", lambda a: a * 2), ("a * a", lambda a: a * a),
-    ("abs(a)", abs), ("len(a)", len), ("sum(a)", sum), ("max(a)", max),
-    ("min(a)", min), ("sorted(a)", sorted), ("a[::-1]", lambda a: a[::-1]),
-    ("a.upper()", lambda a: a.upper()), ("a.lower()", lambda a: a.lower()),
-    ("a.strip()", lambda a: a.strip()), ("a.split()", lambda a: a.split()),
-    ("len(set(a))", lambda a: len(set(a))), ("a % 2 == 0", lambda a: a % 2 == 0),
+    ("a", lambda a: a),
+    ("-a", lambda a: -a),
+    ("a + 1", lambda a: a + 1),
+    ("a - 1", lambda a: a - 1),
+    ("a * 2", lambda a: a * 2),
+    ("a * a", lambda a: a * a),
+    ("abs(a)", abs),
+    ("len(a)", len),
+    ("sum(a)", sum),
+    ("max(a)", max),
+    ("min(a)", min),
+    ("sorted(a)", sorted),
+    ("a[::-1]", lambda a: a[::-1]),
+    ("a.upper()", lambda a: a.upper()),
+    ("a.lower()", lambda a: a.lower()),
+    ("a.strip()", lambda a: a.strip()),
+    ("a.split()", lambda a: a.split()),
+    ("len(set(a))", lambda a: len(set(a))),
+    ("a % 2 == 0", lambda a: a % 2 == 0),
 ]
 _BINARY: list[tuple[str, Callable[[Any, Any], Any]]] = [
-    ("a + b", lambda a, b: a + b), ("a - b", lambda a, b: a - b),
-    ("a * b", lambda a, b: a * b), ("a // b", lambda a, b: a // b),
-    ("a % b", lambda a, b: a % b), ("max(a, b)", max), ("min(a, b)", min),
-    ("a ** b", lambda a, b: a**b), ("a.count(b)", lambda a, b: a.count(b)),
+    ("a + b", lambda a, b: a + b),
+    ("a - b", lambda a, b: a - b),
+    ("a * b", lambda a, b: a * b),
+    ("a // b", lambda a, b: a // b),
+    ("a % b", lambda a, b: a % b),
+    ("max(a, b)", max),
+    ("min(a, b)", min),
+    ("a ** b", lambda a, b: a**b),
+    ("a.count(b)", lambda a, b: a.count(b)),
 ]
 _SIGNATURE = re.compile(r"def\s+(\w+)\s*\(([^)]*)\)")
 _DOCTEST = re.compile(r">>>\s*\w+\((.*)\)\s*\n\s*(.+)")
@@ -135,8 +180,12 @@ def write_function(prompt: str) -> str:
 
 def complete(messages: list[dict[str, Any]]) -> str:
     """The model: one reply to a chat, from its system and user messages."""
-    system = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "system")
-    user = "\n".join(str(m.get("content", "")) for m in messages if m.get("role") == "user")
+    system = "\n".join(
+        str(m.get("content", "")) for m in messages if m.get("role") == "system"
+    )
+    user = "\n".join(
+        str(m.get("content", "")) for m in messages if m.get("role") == "user"
+    )
     if "Python function" in system:
         return write_function(user)
     if "letter" in system:
@@ -147,7 +196,7 @@ def complete(messages: list[dict[str, Any]]) -> str:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_POST(self) -> None:
@@ -156,29 +205,36 @@ class _Handler(BaseHTTPRequestHandler):
             request = json.loads(self.rfile.read(length) or b"{}")
             messages = request["messages"]
         except (ValueError, KeyError, TypeError):
-            return self._send(400, {"error": {"message": "expected a JSON chat request"}})
+            return self._send(
+                400, {"error": {"message": "expected a JSON chat request"}}
+            )
         if not self.path.rstrip("/").endswith("/chat/completions"):
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
         text = complete(messages)
         prompt = sum(count_tokens(str(m.get("content", ""))) + 4 for m in messages) + 3
         completion = count_tokens(text)
         time.sleep(0.02 + (prompt + completion) / 100_000)
-        self._send(200, {
-            "id": f"chatcmpl-{abs(hash(text)) % 10**12:012d}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": request.get("model", MODEL),
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
-            }],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
+        self._send(
+            200,
+            {
+                "id": f"chatcmpl-{abs(hash(text)) % 10**12:012d}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request.get("model", MODEL),
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                },
             },
-        })
+        )
 
     def _send(self, status: int, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()

@@ -7,7 +7,8 @@ Shared by :func:`~pytest_context_bench.evaluate`,
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from .errors import ConfigError, SystemLoadError
 
@@ -48,7 +49,9 @@ def prepare_run(
     return system_list
 
 
-def load_examples(dataset: Any, max_examples: int | None) -> tuple[list[dict[str, Any]], Any]:
+def load_examples(
+    dataset: Any, max_examples: int | None
+) -> tuple[list[dict[str, Any]], Any]:
     """Materialise ``dataset`` (a spec string, a Dataset or an iterable of dicts).
 
     :return: the examples (each with a str ``id``), and the dataset object when it

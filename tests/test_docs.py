@@ -42,7 +42,9 @@ def quickstart_project(folder: Path) -> Path:
     text = QUICKSTART.read_text(encoding="utf-8")
     blocks = _blocks(text)
     data = next(b for lang, b in blocks if not lang and b.startswith('{"id": "france"'))
-    systems = next(b for lang, b in blocks if lang == "python" and "class CapitalReader" in b)
+    systems = next(
+        b for lang, b in blocks if lang == "python" and "class CapitalReader" in b
+    )
     ini = next(b for lang, b in blocks if lang == "toml" and 'pythonpath = ["."]' in b)
     (folder / "data").mkdir(exist_ok=True)
     (folder / "data" / "qa.jsonl").write_text(data, encoding="utf-8")
@@ -59,12 +61,16 @@ _DIRECTORY = re.compile(r"~?(?:/[\w.~-]+)+/")
 _PROGRESS = re.compile(r"^(?:[\w/.:-]+ )?[.bEFsx]+ +\[ *\d+%\]$")
 _COMMIT = re.compile(r"\(commit [0-9a-f]+\)")
 #: A plain fenced block right after the end of another (blank lines between).
-_NEXT_PLAIN = re.compile(r"[ \t]*\n(?:[ \t]*\n)*(`{3,})\n(.*?)^\1[ \t]*$", re.M | re.S)
+_NEXT_PLAIN = re.compile(
+    r"[ \t]*\n(?:[ \t]*\n)*(`{3,})\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL
+)
 _TRANSCRIPT = re.compile(
-    r"^```\n(pytest [^\n]*)\n```[ \t]*\n(?:[ \t]*\n)*```\n(.*?)^```[ \t]*$", re.M | re.S
+    r"^```\n(pytest [^\n]*)\n```[ \t]*\n(?:[ \t]*\n)*```\n(.*?)^```[ \t]*$",
+    re.MULTILINE | re.DOTALL,
 )
 _FILE = re.compile(
-    r"^<!-- (file|append): (\S+) -->[ \t]*\n(`{3,})[^\n]*\n(.*?)^\3[ \t]*$", re.M | re.S
+    r"^<!-- (file|append): (\S+) -->[ \t]*\n(`{3,})[^\n]*\n(.*?)^\3[ \t]*$",
+    re.MULTILINE | re.DOTALL,
 )
 
 
@@ -139,7 +145,9 @@ class FileParser:
     def __call__(self, document: Any) -> Iterable[Region]:
         for m in _FILE.finditer(document.text):
             end = document.text.index("\n", m.start())
-            yield Region(m.start(), end, (m.group(1), m.group(2), m.group(4)), _write_file)
+            yield Region(
+                m.start(), end, (m.group(1), m.group(2), m.group(4)), _write_file
+            )
 
 
 def _write_file(example: Any) -> None:
@@ -173,8 +181,19 @@ def run_pytest(command: str, folder: Path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["COLUMNS"] = "80"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *shlex.split(command)[1:]],
-        cwd=folder, capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            *shlex.split(command)[1:],
+        ],
+        cwd=folder,
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
     )
     return done.stdout + done.stderr
 
@@ -216,28 +235,40 @@ def test_the_quickstart_transcripts_are_checked() -> None:
 # ----------------------------------------------------------- the example project
 
 EXAMPLE = ROOT / "example_project"
-_EXAMPLE_OUTPUT = re.compile(r"^```\n\$ pytest -n 2\n(.*?)^```[ \t]*$", re.M | re.S)
+_EXAMPLE_OUTPUT = re.compile(
+    r"^```\n\$ pytest -n 2\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL
+)
 
 
 def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
     """README.md and docs/reports.md show `pytest -n 2` in example_project: run it."""
     project = tmp_path / "example_project"
     shutil.copytree(
-        EXAMPLE, project, ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__")
+        EXAMPLE,
+        project,
+        ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__"),
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))
+    }
     env.pop("LOCAL_LLM_PORT", None)
     env["COLUMNS"] = "80"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"],
-        cwd=project, capture_output=True, text=True, env=env,
+        cwd=project,
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     got = normalise(done.stdout)
     for page in (ROOT / "README.md", ROOT / "docs" / "reports.md"):
         shown = _EXAMPLE_OUTPUT.findall(page.read_text(encoding="utf-8"))
         assert len(shown) == 1, page
-        assert _contains(got, normalise(shown[0])), f"{page.name} shows:\n{shown[0]}\nthe run printed:\n{done.stdout}"
+        assert _contains(got, normalise(shown[0])), (
+            f"{page.name} shows:\n{shown[0]}\nthe run printed:\n{done.stdout}"
+        )
 
 
 # ------------------------------------------------------- numbers that come from code
@@ -266,11 +297,14 @@ def test_every_option_the_docs_name_exists() -> None:
     named = {
         (page.name, flag)
         for page in PAGES
-        for flag in re.findall(r"--ctxbench-[a-z0-9-]*[a-z0-9]", page.read_text(encoding="utf-8"))
+        for flag in re.findall(
+            r"--ctxbench-[a-z0-9-]*[a-z0-9]", page.read_text(encoding="utf-8")
+        )
     }
     # "--ctxbench-code-*" names a family of options.
     unknown = [
-        (page, flag) for page, flag in named
+        (page, flag)
+        for page, flag in named
         if flag not in flags and not any(f.startswith(flag + "-") for f in flags)
     ]
     assert sorted(unknown) == []

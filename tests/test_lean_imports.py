@@ -36,7 +36,9 @@ def pytest_sessionfinish(session):
 
 
 @pytest.mark.parametrize("args", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
-def test_a_qa_run_imports_no_heavy_module(project: pytest.Pytester, args: list[str]) -> None:
+def test_a_qa_run_imports_no_heavy_module(
+    project: pytest.Pytester, args: list[str]
+) -> None:
     project.makeconftest(DUMP)
     result = project.runpytest_subprocess(
         "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", *args
@@ -56,11 +58,15 @@ def test_a_code_run_does_import_the_sandbox(project: pytest.Pytester) -> None:
     project.makeconftest(DUMP)
     project.makefile(
         ".jsonl",
-        code=json.dumps({
-            "id": "sq", "task": "code", "context": "Write square(x).",
-            "test_list": ["assert square(3) == 9"],
-            "answer": "def square(x):\n    return x * x\n",
-        }),
+        code=json.dumps(
+            {
+                "id": "sq",
+                "task": "code",
+                "context": "Write square(x).",
+                "test_list": ["assert square(3) == 9"],
+                "answer": "def square(x):\n    return x * x\n",
+            }
+        ),
     )
     project.makepyfile(
         answer="class A:\n    name = 'a'\n    def process(self, e):\n"
