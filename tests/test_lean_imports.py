@@ -26,10 +26,12 @@ HEAVY = (
 )
 
 DUMP = """
-import json, os, sys
+import json, sys
 
 def pytest_sessionfinish(session):
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "controller")
+    # Not PYTEST_XDIST_WORKER: this run may itself be inside an xdist worker.
+    workerinput = getattr(session.config, "workerinput", None)
+    worker = workerinput["workerid"] if workerinput else "controller"
     with open(f"modules-{worker}.json", "w") as f:
         json.dump(sorted(sys.modules), f)
 """
