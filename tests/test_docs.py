@@ -241,7 +241,8 @@ _EXAMPLE_OUTPUT = re.compile(
 
 
 def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
-    """README.md and docs/reports.md show `pytest -n 2` in example_project: run it."""
+    """README.md, docs/reports.md and the example's README show `pytest -n 2` in
+    example_project: run it."""
     project = tmp_path / "example_project"
     shutil.copytree(
         EXAMPLE,
@@ -263,7 +264,11 @@ def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     got = normalise(done.stdout)
-    for page in (ROOT / "README.md", ROOT / "docs" / "reports.md"):
+    for page in (
+        ROOT / "README.md",
+        ROOT / "docs" / "reports.md",
+        EXAMPLE / "README.md",
+    ):
         shown = _EXAMPLE_OUTPUT.findall(page.read_text(encoding="utf-8"))
         assert len(shown) == 1, page
         assert _contains(got, normalise(shown[0])), (
