@@ -22,12 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from .errors import ConfigError, SystemLoadError
-from .results import EvalResult, EvalRow
+from .errors import ConfigError, error_record as _error
+from .inputs import check_unique_names, load_examples as _examples
+from .inputs import prepare_run, primary_score_field as _primary_for
+from .outcome import EvalResult
+from .results import EvalRow
 from .calls import CallScope, call_scope, record_io
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
-from .urls import redact_urls
 
 __all__ = [
     "SystemCall",
@@ -38,20 +40,6 @@ __all__ = [
     "score_call",
     "score_processed",
 ]
-
-_MAX_MESSAGE = 2000
-
-
-def _error(exc: BaseException, where: str) -> dict[str, str]:
-    # A row is written to reports and baselines: no credentials in its URLs.
-    message = redact_urls(str(exc))
-    if len(message) > _MAX_MESSAGE:
-        message = message[:_MAX_MESSAGE] + "…"
-    kind = type(exc)
-    name = kind.__qualname__
-    if kind.__module__ not in ("builtins", "__main__"):
-        name = f"{kind.__module__}.{name}"
-    return {"type": name, "message": message, "where": where}
 
 
 #: Above this a float cannot hold every whole number: no token count is that large.
@@ -469,71 +457,6 @@ def attach_usage(row: EvalRow, scope: CallScope) -> None:
             "message": f"{misses[0]} (the System raised {row.error['type']}:"
             f" {row.error['message']})",
         }
-
-
-def check_unique_names(systems: Iterable[Any]) -> None:
-    """Raise SystemLoadError when two systems share a name (their rows would merge)."""
-    seen: dict[str, Any] = {}
-    for s in systems:
-        if s.name in seen:
-            raise SystemLoadError(
-                f"two systems are named {s.name!r} ({type(seen[s.name]).__name__} and"
-                f" {type(s).__name__}); their results would merge. Give each a"
-                " distinct `name`."
-            )
-        seen[s.name] = s
-
-
-def prepare_run(
-    systems: Any, check: Callable[..., None], max_examples: int | None, *, caller: str
-) -> list[Any]:
-    """The systems as a checked list with unique names, and ``max_examples`` checked
-    (shared by :func:`evaluate` and ``evaluate_memory``)."""
-    system_list = list(systems) if isinstance(systems, (list, tuple)) else [systems]
-    if not system_list:
-        raise ConfigError(f"{caller}() needs at least one system.")
-    for i, s in enumerate(system_list):
-        check(s, origin=f"systems[{i}]")
-    check_unique_names(system_list)
-    if max_examples is not None and max_examples < 0:
-        raise ConfigError(f"max_examples must be >= 0, got {max_examples}.")
-    return system_list
-
-
-def _examples(dataset: Any, max_examples: int | None) -> tuple[list[dict[str, Any]], Any]:
-    """Materialise ``dataset`` (a spec string, a Dataset or an iterable of dicts)."""
-    from .datasets import resolve_dataset
-
-    source: Any = resolve_dataset(dataset) if isinstance(dataset, str) else dataset
-    if hasattr(source, "ids") and hasattr(source, "__getitem__"):
-        n = len(source) if max_examples is None else min(len(source), max_examples)
-        return [source[i] for i in range(n)], source
-    examples: list[dict[str, Any]] = []
-    for index, ex in enumerate(source):
-        if max_examples is not None and index >= max_examples:
-            break
-        if not isinstance(ex, dict):
-            raise ConfigError(
-                f"dataset item {index} is {type(ex).__name__}; examples must be dicts."
-            )
-        ex = dict(ex)
-        ex["id"] = str(ex.get("id", index))
-        examples.append(ex)
-    return examples, None
-
-
-def _primary_for(example: dict[str, Any], source: Any) -> str:
-    from .datasets import primary_score
-
-    if source is not None and getattr(source, "primary_score", None):
-        return str(source.primary_score)
-    task = example.get("task")
-    if isinstance(task, str):
-        try:
-            return primary_score(task)
-        except Exception:
-            pass
-    return "f1"
 
 
 def default_evaluators(

@@ -17,7 +17,7 @@ from typing import Any, Callable, Generator
 import pytest
 
 from .. import __version__
-from ..engine import check_unique_names
+from ..inputs import check_unique_names
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
@@ -70,6 +70,13 @@ class State:
     planned: dict[str, int] = field(default_factory=dict)
     #: this process's collection, for the controller (see manifest.py)
     manifest: dict[str, Any] | None = None
+    controller: Controller | None = None
+    #: environment variables set for the loaders → their values before (None: unset)
+    saved_env: dict[str, str | None] = field(default_factory=dict)
+    _tokenizer: Callable[[str], int] | None = None
+    #: the run's LLM cache, and what was active before (restored at unconfigure)
+    llm_cache: Any = None
+    llm_previous: tuple[Any, Any] | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -97,13 +104,6 @@ class State:
                 "skipped_records": [s.describe() for s in skipped],
             })
         return out
-    controller: Controller | None = None
-    #: environment variables set for the loaders → their values before (None: unset)
-    saved_env: dict[str, str | None] = field(default_factory=dict)
-    _tokenizer: Callable[[str], int] | None = None
-    #: the run's LLM cache, and what was active before (restored at unconfigure)
-    llm_cache: Any = None
-    llm_previous: tuple[Any, Any] | None = None
 
     def tokenizer(self) -> Callable[[str], int]:
         if self._tokenizer is None:

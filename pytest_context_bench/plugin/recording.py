@@ -16,13 +16,13 @@ from ..engine import (
     SystemCall,
     attach_usage,
     call_system,
-    check_unique_names,
     score_call,
     score_processed,
 )
-from ..memory import Conversation, ask_question, check_memory_system, ingest_conversation
+from ..inputs import check_unique_names
+from ..memory import Conversation, ask_question, ingest_conversation
 from ..errors import CtxBenchError
-from ..importing import check_system
+from ..importing import check_memory_system, check_system
 from ..results import EvalRow
 from .collection import ExampleRef
 
