@@ -389,6 +389,10 @@ def test_exitfirst_starts_nothing_more_and_leaves_nothing_running(
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("CONC_DIR", str(marks))
+    # Under an outer `pytest -n 2` these name the outer worker; the run below has its
+    # own (or none).
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     result = conc.runpytest(
         "-x",
         "--ctxbench-system=conc:marks",
@@ -749,6 +753,10 @@ def test_budget_and_rate_are_split_between_workers(
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("CONC_DIR", str(marks))
+    # Under an outer `pytest -n 2` these name the outer worker; the run below has its
+    # own (or none).
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     result = conc.runpytest_subprocess(
         *args,
         "--ctxbench-system=conc:limits",
