@@ -11,7 +11,8 @@ __version__ = "0.1.0"
 from .engine import evaluate, run_example
 from .memory import evaluate_memory
 from .errors import ConfigError, CtxBenchError, DatasetError, LLMError, SystemLoadError
-from .results import EvalResult, EvalRow
+from .outcome import EvalResult
+from .results import EvalRow
 from .types import Evaluator, MemorySystem, Metric, System
 
 from typing import TYPE_CHECKING, Any

@@ -15,33 +15,31 @@ were input + response and compression came out negative for any proxy):
 
 from __future__ import annotations
 
+import inspect
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
-from .errors import ConfigError, SystemLoadError
-from .results import EvalResult, EvalRow
+from .errors import ConfigError, error_record as _error
+from .inputs import check_unique_names, load_examples as _examples
+from .inputs import prepare_run, primary_score_field as _primary_for
+from .outcome import EvalResult
+from .results import EvalRow
 from .calls import CallScope, call_scope, record_io
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
-from .urls import redact_urls
 
-__all__ = ["run_example", "score_processed", "evaluate", "check_unique_names"]
-
-_MAX_MESSAGE = 2000
-
-
-def _error(exc: BaseException, where: str) -> dict[str, str]:
-    # A row is written to reports and baselines: no credentials in its URLs.
-    message = redact_urls(str(exc))
-    if len(message) > _MAX_MESSAGE:
-        message = message[:_MAX_MESSAGE] + "…"
-    kind = type(exc)
-    name = kind.__qualname__
-    if kind.__module__ not in ("builtins", "__main__"):
-        name = f"{kind.__module__}.{name}"
-    return {"type": name, "message": message, "where": where}
+__all__ = [
+    "SystemCall",
+    "call_system",
+    "check_unique_names",
+    "evaluate",
+    "run_example",
+    "score_call",
+    "score_processed",
+]
 
 
 #: Above this a float cannot hold every whole number: no token count is that large.
@@ -88,26 +86,195 @@ def _usage(processed: dict[str, Any], system: str) -> tuple[int | None, int | No
     )
 
 
-def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
-    __tracebackhide__ = True  # pytest shows the System's frames, not ours
-    if (
+def _is_conversation(system: Any, example: dict[str, Any]) -> bool:
+    return bool(
         example.get("multi_turn")
         and "turns" in example
         and callable(getattr(system, "process_conversation", None))
-    ):
+    )
+
+
+def _invoke(
+    system: Any, example: dict[str, Any], prefer_async: bool = False
+) -> tuple[Any, bool]:
+    """Call the System: its raw result (maybe awaitable) and whether it was a
+    conversation. ``prefer_async`` calls ``aprocess`` / ``aprocess_conversation``
+    when the System has them (OpenAIProxy does)."""
+    __tracebackhide__ = True
+    from .concurrency import is_async_system
+
+    if _is_conversation(system, example):
         user_turns = [t for t in example["turns"] if t.get("role", "user") == "user"]
-        replies = system.process_conversation(user_turns)
+        if prefer_async and is_async_system(system, "aprocess_conversation"):
+            return system.aprocess_conversation(user_turns), True
+        return system.process_conversation(user_turns), True
+    if prefer_async and is_async_system(system, "aprocess"):
+        return system.aprocess(example), False
+    return system.process(example), False
+
+
+def _processed(
+    system: Any, example: dict[str, Any], result: Any, conversation: bool
+) -> dict[str, Any]:
+    if conversation:
         texts = [
-            r.get("content", "") if isinstance(r, dict) else str(r) for r in replies
+            r.get("content", "") if isinstance(r, dict) else str(r) for r in result
         ]
         return {**example, "response": texts[-1] if texts else "", "turn_responses": texts}
-    processed = system.process(example)
-    if not isinstance(processed, dict):
+    if not isinstance(result, dict):
         raise TypeError(
-            f"System {system.name!r} returned {type(processed).__name__} from"
+            f"System {system.name!r} returned {type(result).__name__} from"
             " process(); it must return a dict, e.g. {**example, 'response': text}."
         )
-    return processed
+    return result
+
+
+def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
+    __tracebackhide__ = True  # pytest shows the System's frames, not ours
+    result, conversation = _invoke(system, example)
+    return _processed(system, example, result, conversation)
+
+
+async def _call_system_async(system: Any, example: dict[str, Any]) -> dict[str, Any]:
+    __tracebackhide__ = True
+    result, conversation = _invoke(system, example, prefer_async=True)
+    if inspect.isawaitable(result):
+        result = await result
+    return _processed(system, example, result, conversation)
+
+
+@dataclass
+class SystemCall:
+    """What one System call gave: the processed example or the error, and its time.
+
+    :func:`call_system` makes one (in this thread, or through a
+    :class:`~pytest_context_bench.concurrency.CallRunner`); :func:`score_call` turns it
+    into the row.
+    """
+
+    scope: CallScope
+    processed: dict[str, Any] | None = None
+    error: dict[str, str] | None = None
+    raised: BaseException | None = None
+    latency: float = 0.0
+    #: evaluator position → its result computed right after the call (judges)
+    ahead: dict[int, Any] | None = None
+
+
+def _scope_for(system: Any, example: dict[str, Any], trial: int) -> CallScope:
+    return CallScope(
+        system=str(system.name),
+        dataset=str(example.get("dataset", "") or ""),
+        example_id=str(example.get("id", "")),
+        trial=trial,
+    )
+
+
+def call_system(
+    system: Any, example: dict[str, Any], *, trial: int = 1, runner: Any = None
+) -> SystemCall:
+    """Run the System on a shallow copy of ``example``, under its call scope.
+
+    Never raises for a failure of the System: it is the call's ``error``. An async
+    System, or any System when ``runner`` (a
+    :class:`~pytest_context_bench.concurrency.CallRunner`) is given, runs through the
+    runner (its budget, rate limit and timeout); else the call runs here.
+    """
+    __tracebackhide__ = True
+    scope = _scope_for(system, example, trial)
+    call = SystemCall(scope)
+    copy = dict(example)
+    start = time.perf_counter()
+    try:
+        with call_scope(scope):
+            if runner is None and not _is_async(system):
+                call.processed = _call_system(system, copy)
+                call.latency = time.perf_counter() - start
+                return call
+            from .concurrency import fallback_runner
+
+            use = runner if runner is not None else fallback_runner()
+            fn, is_async = call_function(system, copy)
+            outcome = use.call(fn, system=system, is_async=is_async)
+    except Exception as exc:
+        call.raised, call.error = exc, _error(exc, "system")
+        call.latency = time.perf_counter() - start
+        return call
+    return record_call_outcome(call, outcome)
+
+
+def _is_async(system: Any) -> bool:
+    """True when the System can only be awaited (``async def process``)."""
+    return inspect.iscoroutinefunction(
+        getattr(system, "process", None)
+    ) or inspect.iscoroutinefunction(getattr(system, "process_conversation", None))
+
+
+def call_function(
+    system: Any, example: dict[str, Any]
+) -> tuple[Callable[[], Any], bool]:
+    """The zero-argument function a runner calls for ``system`` on ``example``, and
+    whether it returns a coroutine (an async System, or one with ``aprocess``)."""
+    from .concurrency import is_async_system
+
+    name = "process_conversation" if _is_conversation(system, example) else "process"
+    if is_async_system(system, name) or is_async_system(system, "a" + name):
+
+        def awaited() -> Any:
+            __tracebackhide__ = True
+            return _call_system_async(system, example)
+
+        return awaited, True
+
+    def called() -> Any:
+        __tracebackhide__ = True
+        return _call_system(system, example)
+
+    return called, False
+
+
+def record_call_outcome(call: SystemCall, outcome: Any) -> SystemCall:
+    """Fill ``call`` from a runner's :class:`~.concurrency.Outcome`."""
+    if outcome.error is not None:
+        call.raised, call.error = outcome.error, _error(outcome.error, "system")
+    else:
+        call.processed = outcome.value
+        call.ahead = outcome.extra
+    call.latency = outcome.latency
+    return call
+
+
+def score_call(
+    call: SystemCall,
+    system: Any,
+    example: dict[str, Any],
+    evaluators: Sequence[Evaluator],
+    *,
+    score_field: str | None = None,
+    text_fields: Sequence[str] | None = None,
+    tokenizer: Callable[[str], int] | None = None,
+) -> tuple[EvalRow, BaseException | None]:
+    """Score a finished :class:`SystemCall` (evaluators run under its call scope)."""
+    __tracebackhide__ = True
+    if call.scope.system_calls is None:
+        # What the call measured so far is the System's; the evaluators' calls
+        # (judges, unless already made ahead) come after this mark.
+        call.scope.system_calls = len(call.scope.usage)
+    with call_scope(call.scope):
+        row, ev_raised = score_processed(
+            example,
+            call.processed,
+            evaluators,
+            system=system.name,
+            latency=call.latency,
+            score_field=score_field,
+            text_fields=text_fields,
+            tokenizer=tokenizer,
+            error=call.error,
+            ahead=call.ahead,
+        )
+    attach_usage(row, call.scope)
+    return row, call.raised or ev_raised
 
 
 def score_processed(
@@ -121,8 +288,13 @@ def score_processed(
     text_fields: Sequence[str] | None = None,
     tokenizer: Callable[[str], int] | None = None,
     error: dict[str, str] | None = None,
+    ahead: dict[int, Any] | None = None,
 ) -> tuple[EvalRow, BaseException | None]:
     """Count tokens and run the evaluators on an already processed example.
+
+    ``ahead`` maps an evaluator's position to its result already computed (an
+    :class:`~.concurrency.Outcome` of ``(scores, details)``: a judge awaited right
+    after the System call); those evaluators are not called again.
 
     Used by :func:`run_example` and by the ``ctxbench_record`` fixture (marker form,
     where the test body produced ``processed``). ``processed=None`` with ``error``
@@ -166,13 +338,18 @@ def score_processed(
                 error = _error(exc, "system")
         if error is None:
             owner: dict[str, str] = {}
-            for ev in evaluators:
+            for position, ev in enumerate(evaluators):
                 name = getattr(ev, "name", type(ev).__name__)
                 try:
                     # An evaluator may explain its verdict (CodeExecution: why the
                     # code failed); the explanation goes to the row's metadata.
                     detailed = getattr(ev, "score_details", None)
-                    if callable(detailed):
+                    done = ahead.get(position) if ahead else None
+                    if done is not None:
+                        result, details = done.result()
+                        if details:
+                            metadata[name] = details
+                    elif callable(detailed):
                         result, details = detailed(original, processed)
                         if details:
                             metadata[name] = details
@@ -219,6 +396,7 @@ def run_example(
     text_fields: Sequence[str] | None = None,
     tokenizer: Callable[[str], int] | None = None,
     trial: int = 1,
+    runner: Any = None,
 ) -> tuple[EvalRow, BaseException | None]:
     """Run one System on one example and score it.
 
@@ -227,20 +405,21 @@ def run_example(
     The System receives a shallow copy of the example; evaluators see the original.
     The System call and the evaluators run inside a :func:`~.calls.call_scope` naming
     the system, the example and ``trial``, for the layers below (HTTP transports).
+    An ``async def process`` is awaited on the process's event loop; ``runner`` (a
+    :class:`~pytest_context_bench.concurrency.CallRunner`) applies its budget, rate
+    limit and per-call timeout to the call.
     """
     __tracebackhide__ = True
-    scope = CallScope(
-        system=str(system.name),
-        dataset=str(example.get("dataset", "") or ""),
-        example_id=str(example.get("id", "")),
-        trial=trial,
+    call = call_system(system, example, trial=trial, runner=runner)
+    return score_call(
+        call,
+        system,
+        example,
+        evaluators,
+        score_field=score_field,
+        text_fields=text_fields,
+        tokenizer=tokenizer,
     )
-    with call_scope(scope):
-        row, raised = _run_example(
-            system, example, evaluators, score_field, text_fields, tokenizer, scope
-        )
-    attach_usage(row, scope)
-    return row, raised
 
 
 def attach_usage(row: EvalRow, scope: CallScope) -> None:
@@ -278,106 +457,6 @@ def attach_usage(row: EvalRow, scope: CallScope) -> None:
             "message": f"{misses[0]} (the System raised {row.error['type']}:"
             f" {row.error['message']})",
         }
-
-
-def _run_example(
-    system: Any,
-    example: dict[str, Any],
-    evaluators: Sequence[Evaluator],
-    score_field: str | None,
-    text_fields: Sequence[str] | None,
-    tokenizer: Callable[[str], int] | None,
-    scope: CallScope | None = None,
-) -> tuple[EvalRow, BaseException | None]:
-    __tracebackhide__ = True
-    processed: dict[str, Any] | None = None
-    error: dict[str, str] | None = None
-    raised: BaseException | None = None
-    start = time.perf_counter()
-    try:
-        processed = _call_system(system, dict(example))
-    except Exception as exc:
-        raised, error = exc, _error(exc, "system")
-    latency = time.perf_counter() - start
-    if scope is not None:
-        scope.system_calls = len(scope.usage)
-    row, ev_raised = score_processed(
-        example,
-        processed,
-        evaluators,
-        system=system.name,
-        latency=latency,
-        score_field=score_field,
-        text_fields=text_fields,
-        tokenizer=tokenizer,
-        error=error,
-    )
-    return row, raised or ev_raised
-
-
-def check_unique_names(systems: Iterable[Any]) -> None:
-    """Raise SystemLoadError when two systems share a name (their rows would merge)."""
-    seen: dict[str, Any] = {}
-    for s in systems:
-        if s.name in seen:
-            raise SystemLoadError(
-                f"two systems are named {s.name!r} ({type(seen[s.name]).__name__} and"
-                f" {type(s).__name__}); their results would merge. Give each a"
-                " distinct `name`."
-            )
-        seen[s.name] = s
-
-
-def prepare_run(
-    systems: Any, check: Callable[..., None], max_examples: int | None, *, caller: str
-) -> list[Any]:
-    """The systems as a checked list with unique names, and ``max_examples`` checked
-    (shared by :func:`evaluate` and ``evaluate_memory``)."""
-    system_list = list(systems) if isinstance(systems, (list, tuple)) else [systems]
-    if not system_list:
-        raise ConfigError(f"{caller}() needs at least one system.")
-    for i, s in enumerate(system_list):
-        check(s, origin=f"systems[{i}]")
-    check_unique_names(system_list)
-    if max_examples is not None and max_examples < 0:
-        raise ConfigError(f"max_examples must be >= 0, got {max_examples}.")
-    return system_list
-
-
-def _examples(dataset: Any, max_examples: int | None) -> tuple[list[dict[str, Any]], Any]:
-    """Materialise ``dataset`` (a spec string, a Dataset or an iterable of dicts)."""
-    from .datasets import resolve_dataset
-
-    source: Any = resolve_dataset(dataset) if isinstance(dataset, str) else dataset
-    if hasattr(source, "ids") and hasattr(source, "__getitem__"):
-        n = len(source) if max_examples is None else min(len(source), max_examples)
-        return [source[i] for i in range(n)], source
-    examples: list[dict[str, Any]] = []
-    for index, ex in enumerate(source):
-        if max_examples is not None and index >= max_examples:
-            break
-        if not isinstance(ex, dict):
-            raise ConfigError(
-                f"dataset item {index} is {type(ex).__name__}; examples must be dicts."
-            )
-        ex = dict(ex)
-        ex["id"] = str(ex.get("id", index))
-        examples.append(ex)
-    return examples, None
-
-
-def _primary_for(example: dict[str, Any], source: Any) -> str:
-    from .datasets import primary_score
-
-    if source is not None and getattr(source, "primary_score", None):
-        return str(source.primary_score)
-    task = example.get("task")
-    if isinstance(task, str):
-        try:
-            return primary_score(task)
-        except Exception:
-            pass
-    return "f1"
 
 
 def default_evaluators(

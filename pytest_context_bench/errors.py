@@ -17,12 +17,20 @@ into one ``pytest.UsageError`` line (exit status 4); the core never imports pyte
 
 Errors raised *by a System or an evaluator while an example runs* are not wrapped in
 these classes: they are caught by the engine and recorded in that example's row
-(``EvalRow.error``), so one bad example never stops a run.
+(``EvalRow.error``), so one bad example never stops a run; :func:`error_record` is
+the shape they take there.
 """
 
 from __future__ import annotations
 
-__all__ = ["CtxBenchError", "ConfigError", "DatasetError", "SystemLoadError", "LLMError"]
+__all__ = [
+    "CtxBenchError",
+    "ConfigError",
+    "DatasetError",
+    "SystemLoadError",
+    "LLMError",
+    "error_record",
+]
 
 
 class CtxBenchError(Exception):
@@ -81,3 +89,29 @@ class LLMError(CtxBenchError):
         self.url = url
         self.status = status
         self.attempts = attempts
+
+
+#: The longest error message kept in a row (longer ones are cut, with an ellipsis).
+_MAX_MESSAGE = 2000
+
+
+def error_record(exc: BaseException, where: str) -> dict[str, str]:
+    """An exception raised while an example ran, as ``EvalRow.error`` holds it.
+
+    :param exc: what the System, the evaluator or the memory layer raised.
+    :param where: what raised it (``system``, ``evaluator:<name>``,
+        ``system:ingest``, ...).
+    :return: ``{"type", "message", "where"}``; ``type`` is the qualified class name
+        (``module.Class``, bare for builtins).
+    """
+    from .urls import redact_urls
+
+    # A row is written to reports and baselines: no credentials in its URLs.
+    message = redact_urls(str(exc))
+    if len(message) > _MAX_MESSAGE:
+        message = message[:_MAX_MESSAGE] + "…"
+    kind = type(exc)
+    name = kind.__qualname__
+    if kind.__module__ not in ("builtins", "__main__"):
+        name = f"{kind.__module__}.{name}"
+    return {"type": name, "message": message, "where": where}

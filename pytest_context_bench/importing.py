@@ -7,7 +7,7 @@ from typing import Any
 
 from .errors import ConfigError, SystemLoadError
 
-__all__ = ["import_object", "load_system"]
+__all__ = ["import_object", "load_system", "check_system", "check_memory_system"]
 
 
 def import_object(path: str, *, what: str = "object") -> Any:
@@ -71,8 +71,6 @@ def load_system(path: str) -> Any:
                 f"building system {path!r} raised {type(exc).__name__}: {exc}."
             ) from exc
     if callable(getattr(obj, "query", None)) and not hasattr(obj, "process"):
-        from .memory import check_memory_system
-
         check_memory_system(obj, origin=path)  # a MemorySystem, for memory datasets
     else:
         check_system(obj, origin=path)
@@ -91,4 +89,23 @@ def check_system(obj: Any, *, origin: str) -> None:
         raise SystemLoadError(
             f"system {origin!r} ({type(obj).__name__}) needs a non-empty str `name`"
             f" attribute, got {name!r}."
+        )
+
+
+def check_memory_system(obj: Any, *, origin: str) -> None:
+    """Raise SystemLoadError unless ``obj`` has the MemorySystem attributes."""
+    missing = [
+        m for m in ("reset", "ingest", "query") if not callable(getattr(obj, m, None))
+    ]
+    if missing:
+        raise SystemLoadError(
+            f"memory system {origin!r} ({type(obj).__name__}) has no"
+            f" {', '.join(m + '()' for m in missing)}; a MemorySystem needs `name`,"
+            " `reset()`, `ingest(turns)` and `query(question) -> str`."
+        )
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str) or not name:
+        raise SystemLoadError(
+            f"memory system {origin!r} ({type(obj).__name__}) needs a non-empty str"
+            f" `name` attribute, got {name!r}."
         )

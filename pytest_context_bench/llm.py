@@ -22,6 +22,8 @@ LiteLLM, a compression proxy), with or without a trailing ``/v1``, and:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import email.utils
 import json
 import logging
@@ -40,6 +42,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from . import concurrency
 from .errors import LLMError
 from .urls import safe_url
 
@@ -204,6 +207,7 @@ class LLMClient:
         # Created on first use, so a client built before a fork (xdist) opens its
         # connections in the process that uses them.
         self._http: httpx.Client | None = None
+        self._ahttp: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = None
 
     def __repr__(self) -> str:
         key = _REDACTED if self._key is not None else "None"
@@ -229,12 +233,62 @@ class LLMClient:
                 )
             return self._http
 
+    def _async_client(self) -> httpx.AsyncClient:
+        """The :class:`httpx.AsyncClient` of the running event loop.
+
+        The one place the async client is built (a caching or counting transport
+        plugs in here). An async client belongs to the loop it was first used on, so
+        a call from another loop gets a client of its own; the previous one is
+        closed when its loop is still running, else dropped.
+        """
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            held = self._ahttp
+            if held is not None and held[0] is loop:
+                return held[1]
+            from .transports import AsyncCacheTransport
+
+            limits = httpx.Limits(
+                max_connections=self.concurrency,
+                max_keepalive_connections=self.concurrency,
+            )
+            client = httpx.AsyncClient(
+                # No pool timeout: the run's call budget, not the pool, decides
+                # how many requests wait.
+                timeout=httpx.Timeout(self.timeout, pool=None),
+                # The run's LLM cache and usage meter (transports.py), as for the
+                # sync client; the limits go to the transport that really sends.
+                transport=AsyncCacheTransport(httpx.AsyncHTTPTransport(limits=limits)),
+                follow_redirects=False,
+            )
+            self._ahttp = (loop, client)
+        if held is not None and held[0].is_running() and not held[0].is_closed():
+            with contextlib.suppress(RuntimeError):
+                asyncio.run_coroutine_threadsafe(held[1].aclose(), held[0])
+        return client
+
     def close(self) -> None:
         """Close the connection pool (the client reopens one if used again)."""
         with self._lock:
             http, self._http = self._http, None
+            ahttp, self._ahttp = self._ahttp, None
         if http is not None:
             http.close()
+        if ahttp is not None:
+            loop, client = ahttp
+            if loop.is_running() and not loop.is_closed():
+                with contextlib.suppress(RuntimeError):
+                    asyncio.run_coroutine_threadsafe(client.aclose(), loop)
+
+    async def aclose(self) -> None:
+        """Close both connection pools, from a coroutine on the async client's loop."""
+        with self._lock:
+            http, self._http = self._http, None
+            ahttp, self._ahttp = self._ahttp, None
+        if http is not None:
+            http.close()
+        if ahttp is not None:
+            await ahttp[1].aclose()
 
     def __enter__(self) -> LLMClient:
         return self
@@ -261,6 +315,19 @@ class LLMClient:
         body: dict[str, Any] = {"model": model, "messages": list(messages), **params}
         url = self.base_url + "/chat/completions"
         data, attempts = self._post(url, body)
+        return self._chat_result(url, data, attempts)
+
+    async def achat(
+        self, messages: Sequence[dict[str, Any]], model: str, **params: Any
+    ) -> ChatResult:
+        """:meth:`chat` for coroutines (one pooled :class:`httpx.AsyncClient` per
+        event loop; the same retries, errors and redaction)."""
+        body: dict[str, Any] = {"model": model, "messages": list(messages), **params}
+        url = self.base_url + "/chat/completions"
+        data, attempts = await self._apost(url, body)
+        return self._chat_result(url, data, attempts)
+
+    def _chat_result(self, url: str, data: dict[str, Any], attempts: int) -> ChatResult:
         shown = display_url(url)
         try:
             choice = data["choices"][0]
@@ -336,6 +403,17 @@ class LLMClient:
         """
         url = self.base_url + "/embeddings"
         data, attempts = self._post(url, {"model": model, "input": list(texts)})
+        return self._vectors(url, data, attempts, len(texts))
+
+    async def aembeddings(self, texts: Sequence[str], model: str) -> list[list[float]]:
+        """:meth:`embeddings` for coroutines."""
+        url = self.base_url + "/embeddings"
+        data, attempts = await self._apost(url, {"model": model, "input": list(texts)})
+        return self._vectors(url, data, attempts, len(texts))
+
+    def _vectors(
+        self, url: str, data: dict[str, Any], attempts: int, count: int
+    ) -> list[list[float]]:
         shown = display_url(url)
         try:
             items = sorted(data["data"], key=lambda d: int(d.get("index", 0)))
@@ -348,10 +426,10 @@ class LLMClient:
                 status=200,
                 attempts=attempts,
             ) from None
-        if len(vectors) != len(texts):
+        if len(vectors) != count:
             raise LLMError(
                 f"POST {shown} returned {len(vectors)} embeddings for"
-                f" {len(texts)} inputs.",
+                f" {count} inputs.",
                 url=shown,
                 status=200,
                 attempts=attempts,
@@ -377,20 +455,46 @@ class LLMClient:
                 last = exc
             if attempt + 1 >= attempts:
                 break
-            delay = self._delay(attempt, last.retry_after)
-            _log.warning(
-                "POST %s: %s; retry %d of %d in %.2f s",
-                shown,
-                last.reason,
-                attempt + 1,
-                self.max_retries,
-                delay,
-            )
-            time.sleep(delay)
+            time.sleep(self._retry_delay(shown, attempt, last))
         assert last is not None
+        raise self._gave_up(shown, attempts, started, last)
+
+    async def _apost(
+        self, url: str, body: dict[str, Any]
+    ) -> tuple[dict[str, Any], int]:
+        shown = display_url(url)
+        attempts = 1 + self.max_retries
+        started = time.monotonic()
+        last: _Retryable | None = None
+        for attempt in range(attempts):
+            try:
+                return await self._aattempt(url, shown, body, attempt + 1), attempt + 1
+            except _Retryable as exc:
+                last = exc
+            if attempt + 1 >= attempts:
+                break
+            await asyncio.sleep(self._retry_delay(shown, attempt, last))
+        assert last is not None
+        raise self._gave_up(shown, attempts, started, last)
+
+    def _retry_delay(self, shown: str, attempt: int, last: _Retryable) -> float:
+        delay = self._delay(attempt, last.retry_after)
+        _log.warning(
+            "POST %s: %s; retry %d of %d in %.2f s",
+            shown,
+            last.reason,
+            attempt + 1,
+            self.max_retries,
+            delay,
+        )
+        return delay
+
+    def _gave_up(
+        self, shown: str, attempts: int, started: float, last: _Retryable
+    ) -> LLMError:
         elapsed = time.monotonic() - started
         tried = f"{attempts} attempt{'s' if attempts != 1 else ''} over {elapsed:.1f} s"
-        raise LLMError(
+        return LLMError(
             f"POST {shown} failed: {tried}; last: {last.reason}",
             url=shown,
             status=last.status,
@@ -409,27 +513,50 @@ class LLMClient:
     ) -> dict[str, Any]:
         client = self._client()
         try:
-            with self._semaphore:
+            # One slot of the run's call budget per attempt (a no-op outside a run
+            # with --ctxbench-concurrency, and inside a System call that holds one).
+            with concurrency.slot(), self._semaphore:
                 response = client.post(url, json=body, headers=self._headers())
-        except httpx.TimeoutException as exc:
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, shown, number) from None
+        return self._checked(response, shown, number)
+
+    async def _aattempt(
+        self, url: str, shown: str, body: dict[str, Any], number: int
+    ) -> dict[str, Any]:
+        client = self._async_client()
+        try:
+            async with concurrency.aslot():
+                response = await client.post(url, json=body, headers=self._headers())
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, shown, number) from None
+        return self._checked(response, shown, number)
+
+    def _transport_error(
+        self, exc: httpx.HTTPError, shown: str, number: int
+    ) -> Exception:
+        """A failure before any response: retryable, or an LLMError."""
+        if isinstance(exc, httpx.TimeoutException):
             kind = type(exc).__name__  # ConnectTimeout, ReadTimeout, ...
-            raise _Retryable(f"{kind} after {self.timeout:g} s", None, None) from None
-        except httpx.ConnectError as exc:
-            raise _Retryable(
-                f"cannot connect ({self._snippet(str(exc))})", None, None
-            ) from None
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
-            raise _Retryable(
+            return _Retryable(f"{kind} after {self.timeout:g} s", None, None)
+        if isinstance(exc, httpx.ConnectError):
+            return _Retryable(f"cannot connect ({self._snippet(str(exc))})", None, None)
+        dropped = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+        if isinstance(exc, dropped):
+            return _Retryable(
                 f"connection dropped ({self._snippet(str(exc)) or type(exc).__name__})",
                 None,
                 None,
-            ) from None
-        except httpx.HTTPError as exc:
-            raise LLMError(
-                f"POST {shown} failed: {type(exc).__name__}: {self._snippet(str(exc))}",
-                url=shown,
-                attempts=number,
-            ) from None
+            )
+        return LLMError(
+            f"POST {shown} failed: {type(exc).__name__}: {self._snippet(str(exc))}",
+            url=shown,
+            attempts=number,
+        )
+
+    def _checked(
+        self, response: httpx.Response, shown: str, number: int
+    ) -> dict[str, Any]:
         status = response.status_code
         text = response.text
         if status in _RETRY_STATUSES:

@@ -35,9 +35,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .engine import _error, _examples, _primary_for, prepare_run, score_processed
-from .errors import ConfigError, SystemLoadError
-from .results import EvalResult, EvalRow
+from .engine import score_processed
+from .errors import ConfigError, error_record
+from .importing import check_memory_system
+from .inputs import load_examples, prepare_run, primary_score_field
+from .outcome import EvalResult
+from .results import EvalRow
 from .tokens import count_fields, count_tokens, get_tokenizer
 from .types import Evaluator, Metric
 
@@ -68,25 +71,6 @@ def context_snippet(
         lines.append(line)
         used += cost
     return "\n".join(reversed(lines))
-
-
-def check_memory_system(obj: Any, *, origin: str) -> None:
-    """Raise SystemLoadError unless ``obj`` has the MemorySystem attributes."""
-    missing = [
-        m for m in ("reset", "ingest", "query") if not callable(getattr(obj, m, None))
-    ]
-    if missing:
-        raise SystemLoadError(
-            f"memory system {origin!r} ({type(obj).__name__}) has no"
-            f" {', '.join(m + '()' for m in missing)}; a MemorySystem needs `name`,"
-            " `reset()`, `ingest(turns)` and `query(question) -> str`."
-        )
-    name = getattr(obj, "name", None)
-    if not isinstance(name, str) or not name:
-        raise SystemLoadError(
-            f"memory system {origin!r} ({type(obj).__name__}) needs a non-empty str"
-            f" `name` attribute, got {name!r}."
-        )
 
 
 class Conversation:
@@ -122,7 +106,7 @@ class Conversation:
         self.dataset = str(example.get("dataset", "") or "")
         self.turns: list[dict[str, Any]] = turns
         self.pairs: list[dict[str, Any]] = pairs
-        self.field = score_field or _primary_for(example, source)
+        self.field = score_field or primary_score_field(example, source)
         self.snippet = context_snippet(turns)
         self.turn_tokens = count_fields({"turns": turns}, ("turns",), tok)
 
@@ -157,14 +141,14 @@ def ingest_conversation(system: Any, conv: Conversation) -> tuple[dict[str, str]
     try:
         system.reset()
     except Exception as exc:  # noqa: BLE001 (recorded in every row of the conversation)
-        failure = _error(exc, "system:reset")
+        failure = error_record(exc, "system:reset")
     if failure is None:
         start = time.perf_counter()
         try:
             # Copies, so a system that edits the turns cannot change the dataset.
             system.ingest([dict(t) for t in conv.turns])
         except Exception as exc:  # noqa: BLE001 (recorded, the run goes on)
-            failure = _error(exc, "system:ingest")
+            failure = error_record(exc, "system:ingest")
         ingest_latency = time.perf_counter() - start
     return failure, ingest_latency
 
@@ -207,7 +191,7 @@ def ask_question(
         try:
             answer = system.query(pair["question"])
         except Exception as exc:  # noqa: BLE001 (recorded in this row)
-            error = _error(exc, "system:query")
+            error = error_record(exc, "system:query")
             raised = exc
         query_latency = time.perf_counter() - start
         processed = None if error is not None else {**pseudo, "response": answer}
@@ -302,7 +286,7 @@ def evaluate_memory(
 
     system_list = prepare_run(systems, check_memory_system, max_examples, caller="evaluate_memory")
     tok = resolve_tokenizer(tokenizer) if tokenizer is not None else get_tokenizer()
-    examples, source = _examples(dataset, max_examples)
+    examples, source = load_examples(dataset, max_examples)
     conversations = [
         Conversation(ex, i, source, score_field, tok) for i, ex in enumerate(examples)
     ]

@@ -1,4 +1,4 @@
-"""EvalRow and EvalResult: the only shapes that cross a process boundary or the disk.
+"""EvalRow: the only shape that crosses a process boundary or the disk.
 
 ``EvalRow.to_dict()`` / ``EvalRow.from_dict()`` give plain builtins (str, int, float,
 bool, None, list, dict). Floats may be ``inf`` or ``nan`` in memory; when written as
@@ -9,15 +9,18 @@ JSON they become the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (see
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
-if TYPE_CHECKING:
-    from .types import Metric
-
-__all__ = ["EvalRow", "EvalResult", "json_safe", "from_json_safe", "ROW_FIELDS"]
+__all__ = [
+    "EvalRow",
+    "json_safe",
+    "from_json_safe",
+    "float_map",
+    "rows_by_system",
+    "ROW_FIELDS",
+]
 
 #: The keys of ``EvalRow.to_dict()``, in order.
 ROW_FIELDS = (
@@ -63,7 +66,9 @@ def from_json_safe(value: Any) -> float:
     return float(value)
 
 
-def _floats(mapping: Any, what: str) -> dict[str, float]:
+def float_map(mapping: Any, what: str) -> dict[str, float]:
+    """A JSON object of numbers (as :func:`json_safe` writes them) read back as
+    floats; :class:`ValueError` naming ``what`` when it is not one."""
     if not isinstance(mapping, dict):
         raise ValueError(f"{what} must be an object, got {type(mapping).__name__}")
     return {str(k): from_json_safe(v) for k, v in mapping.items()}
@@ -131,7 +136,7 @@ class EvalRow:
         return cls(
             system=str(data["system"]),
             example_id=str(data["example_id"]),
-            scores=_floats(data["scores"], "row 'scores'"),
+            scores=float_map(data["scores"], "row 'scores'"),
             input_tokens=int(data.get("input_tokens", 0)),
             output_tokens=int(data.get("output_tokens", 0)),
             metadata=dict(metadata),
@@ -139,91 +144,6 @@ class EvalRow:
             dataset=str(data.get("dataset", "")),
             error=None if error is None else {str(k): str(v) for k, v in error.items()},
         )
-
-
-@dataclass
-class EvalResult:
-    """The outcome of :func:`pytest_context_bench.evaluate`.
-
-    :param rows: one :class:`EvalRow` per (system, example), in system then example
-        order.
-    :param summary: ``{system: {metric_key: value}}``.
-    :param timing: ``{system: wall seconds}`` for the whole system run.
-    :param config: what was run (system, evaluator and metric names, counts).
-    """
-
-    rows: list[EvalRow]
-    summary: dict[str, dict[str, float]]
-    timing: dict[str, float] = field(default_factory=dict)
-    config: dict[str, Any] = field(default_factory=dict)
-    metrics: list[Metric] = field(default_factory=list, repr=False, compare=False)
-
-    def filter(self, **criteria: Any) -> EvalResult:
-        """Rows whose attributes equal every given value, with the summary recomputed.
-
-        ``result.filter(dataset="qa")`` gives the rows of one dataset and the metrics
-        computed on those rows only (upstream kept the whole-run summary).
-        """
-        from .metrics import summarize
-
-        rows = [
-            r
-            for r in self.rows
-            if all(getattr(r, key, None) == value for key, value in criteria.items())
-        ]
-        systems = list(dict.fromkeys(r.system for r in rows))
-        summary = summarize(rows, self.metrics, systems)
-        timing = {s: t for s, t in self.timing.items() if s in systems}
-        return EvalResult(rows, summary, timing, dict(self.config), self.metrics)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain builtins (floats may be non-finite; see :func:`json_safe`)."""
-        return {
-            "rows": [r.to_dict() for r in self.rows],
-            "summary": {s: dict(m) for s, m in self.summary.items()},
-            "timing": dict(self.timing),
-            "config": dict(self.config),
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> EvalResult:
-        """Inverse of :meth:`to_dict` (metrics objects are not restored)."""
-        return cls(
-            rows=[EvalRow.from_dict(r) for r in data.get("rows", [])],
-            summary={
-                str(s): _floats(m, f"summary[{s!r}]")
-                for s, m in data.get("summary", {}).items()
-            },
-            timing=_floats(data.get("timing", {}), "timing"),
-            config=dict(data.get("config", {})),
-        )
-
-    def to_json(self, indent: int | None = 2) -> str:
-        """Strict JSON: ``inf`` is written as the string ``"inf"``, never ``Infinity``."""
-        return json.dumps(json_safe(self.to_dict()), indent=indent, allow_nan=False)
-
-    def to_dataframe(self) -> Any:
-        """One flat record per row (needs pandas, imported lazily)."""
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "EvalResult.to_dataframe() needs pandas: pip install pandas"
-            ) from exc
-        records: list[dict[str, Any]] = []
-        for r in self.rows:
-            rec: dict[str, Any] = {
-                "system": r.system,
-                "example_id": r.example_id,
-                "dataset": r.dataset,
-                "input_tokens": r.input_tokens,
-                "output_tokens": r.output_tokens,
-                "latency": r.latency,
-                "error": None if r.error is None else r.error.get("type"),
-            }
-            rec.update({f"score.{k}": v for k, v in r.scores.items()})
-            records.append(rec)
-        return pd.DataFrame.from_records(records)
 
 
 def rows_by_system(rows: Iterable[EvalRow]) -> dict[str, list[EvalRow]]:

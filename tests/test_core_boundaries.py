@@ -1,7 +1,9 @@
-"""The core never imports pytest; rows survive the xdist wire and the disk."""
+"""The core never imports pytest; no two modules import each other; rows survive the
+xdist wire and the disk."""
 
 from __future__ import annotations
 
+import ast
 import enum
 import json
 import math
@@ -13,7 +15,8 @@ import execnet
 import pytest
 
 from pytest_context_bench.plugin.transport import ensure_wire_safe
-from pytest_context_bench.results import EvalResult, EvalRow, json_safe
+from pytest_context_bench.outcome import EvalResult
+from pytest_context_bench.results import EvalRow, json_safe
 
 CORE_MODULES = [
     "pytest_context_bench",
@@ -54,6 +57,59 @@ def test_plugin_package_is_the_only_pytest_importer() -> None:
         )
     ]
     assert offenders == []
+
+
+def _package_imports(pkg: Path) -> dict[str, set[str]]:
+    """Module → the package's modules it imports, anywhere in its body (lazy imports
+    and ``TYPE_CHECKING`` blocks count: a reader follows them all the same)."""
+    names = {}
+    for path in pkg.rglob("*.py"):
+        parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names[path] = ".".join(parts)
+    known = set(names.values())
+    graph: dict[str, set[str]] = {}
+    for path, module in names.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = package
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                stem = node.module or ""
+                base = f"{base}.{stem}".strip(".") if node.level else stem
+                targets.add(base)
+                targets.update(f"{base}.{a.name}" for a in node.names)
+        # A package's __init__ that only hands names on is not a step of a circle.
+        graph[module] = {
+            t for t in targets if t in known and t != module and not module.startswith(t + ".")
+        }
+    return graph
+
+
+def test_no_import_circles_in_the_package() -> None:
+    pkg = Path(__import__("pytest_context_bench").__file__).parent
+    graph = _package_imports(pkg)
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                cycles.append(path[path.index(target):] + [target])
+            elif target not in state:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == [], "\n".join(" -> ".join(c) for c in cycles)
 
 
 class Color(enum.Enum):

@@ -25,7 +25,8 @@ from pytest_context_bench.metrics import (
     summarize,
 )
 from pytest_context_bench.metrics.stats import mean, percentile
-from pytest_context_bench.results import EvalResult, EvalRow
+from pytest_context_bench.outcome import EvalResult
+from pytest_context_bench.results import EvalRow
 from pytest_context_bench.types import Metric
 
 _ids = itertools.count()

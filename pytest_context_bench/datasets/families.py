@@ -8,6 +8,10 @@ Each family may ship a JSON Schema (draft 2020-12) as package data, in
 (``id``, ``dataset``, ``task``). A family without a schema file of its own is checked
 against the shared ``example`` schema only. Schemas allow fields they do not name.
 
+:class:`DatasetBase` is what every built-in dataset shares (tag, family, ids,
+fingerprint, indexing); :class:`MemoryDataset` is one held in memory (HumanEval,
+MBPP, LoCoMo).
+
 Two keywords of ours, ignored by JSON Schema itself, word error messages:
 ``x-expected`` says what a field must hold ("a string, a number or a non-empty list of
 strings") and ``x-message`` replaces the whole message of a failed sub-schema.
@@ -21,6 +25,7 @@ for per-example schema validation.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,7 +34,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DatasetError
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
@@ -44,6 +49,8 @@ __all__ = [
     "example_error",
     "format_field",
     "describe_value",
+    "DatasetBase",
+    "MemoryDataset",
 ]
 
 #: Every family, in the order of DESIGN.md §4.
@@ -369,3 +376,51 @@ class DatasetBase:
                 f"example{'s' if count != 1 else ''}."
             )
         return i
+
+
+class MemoryDataset(DatasetBase):
+    """A dataset held in memory (packaged or downloaded problems).
+
+    ``dataset[i]`` returns a new dict every time, with ``id`` and ``dataset`` set.
+
+    :param tag: the dataset tag (``humaneval``).
+    :param family: the family of every example.
+    :param records: the examples; each needs a unique ``id``.
+    :param source: where they were read from (a path or ``hub:name``), for
+        :meth:`location` and error messages.
+    """
+
+    def __init__(
+        self, *, tag: str, family: str, records: list[dict[str, Any]], source: str
+    ) -> None:
+        self._tag = tag
+        self._family = family
+        self._records = records
+        self._source = source
+        self._ids = [str(r["id"]) for r in records]
+        if len(set(self._ids)) != len(self._ids):
+            raise DatasetError(f"{tag}: two problems share an id.", path=source)
+        digest = hashlib.sha256()
+        for record in records:
+            digest.update(json.dumps(record, sort_keys=True, default=str).encode())
+            digest.update(b"\n")
+        self._fingerprint = digest.hexdigest()
+
+    @property
+    def source(self) -> str:
+        """Where the examples were read from."""
+        return self._source
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        record = self._records[self._position(index)]
+        example = {k: list(v) if isinstance(v, list) else v for k, v in record.items()}
+        example.setdefault("dataset", self._tag)
+        return example
+
+    def location(self, index: int) -> tuple[str, int]:
+        """The source and the 1-based record number of example ``index``."""
+        return self._source, self._position(index) + 1
+
+    def __repr__(self) -> str:
+        return (f"MemoryDataset(tag={self._tag!r}, source={self._source!r}, "
+                f"examples={len(self._records)})")

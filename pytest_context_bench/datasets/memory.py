@@ -49,14 +49,14 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ..errors import DatasetError
 from .._json import strict_loads
+from .catalog.base import HubSource
+from .catalog.sources import DATA_DIR_ENV, data_dir, hub_records
+from .families import MemoryDataset
 from .registry import register_dataset
-
-if TYPE_CHECKING:
-    from .builtin import MemoryDataset
 
 __all__ = [
     "ADVERSARIAL_ANSWER",
@@ -389,17 +389,14 @@ def load_locomo(config: str | None = None) -> MemoryDataset:
 
     :param config: ``None``, or comma-separated question types to keep
         (``"temporal,multi_hop"``).
-    :return: a :class:`~pytest_context_bench.datasets.builtin.MemoryDataset` of
+    :return: a :class:`~pytest_context_bench.datasets.families.MemoryDataset` of
         family ``memory``.
     :raises DatasetError: on an unknown type, a malformed file, or when no source
         is available (the message says which file to put where).
     """
-    # Imported here: builtin imports this module from its register().
-    from .builtin import DATA_DIR_ENV, MemoryDataset, _data_dir, _from_hub
-
     types = _parse_types(config)
     tried: list[str] = []
-    folder = _data_dir()
+    folder = data_dir()
     examples: list[dict[str, Any]] | None = None
     source = ""
     if folder is not None:
@@ -420,7 +417,7 @@ def load_locomo(config: str | None = None) -> MemoryDataset:
             f"no data directory is set (--ctxbench-data-dir or {DATA_DIR_ENV})"
         )
     if examples is None:
-        found = _from_hub(LOCOMO_HUB, None, tried)
+        found = hub_records(HubSource(LOCOMO_HUB, None, "test"), tried)
         if found is not None:
             rows, source = found
             examples = _hub_examples(rows, types)

@@ -194,6 +194,37 @@ class LLMJudge(_JudgeBase):
         :raises JudgeError: when the reply has no valid rating.
         :raises LLMError: when the judge cannot be reached after its retries.
         """
+        prompt = self._prompt(original, processed)
+        if not isinstance(prompt, str):
+            return prompt
+        reply = self.client.chat(
+            [{"role": "user", "content": prompt}],
+            self.model,
+            temperature=0,
+            max_tokens=self.max_tokens,
+        )
+        return self._rated(reply.text)
+
+    async def ascore(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> dict[str, float]:
+        """:meth:`score` for coroutines: what a run with ``--ctxbench-concurrency``
+        awaits right after the System call, under the same call budget."""
+        prompt = self._prompt(original, processed)
+        if not isinstance(prompt, str):
+            return prompt
+        reply = await self.client.achat(
+            [{"role": "user", "content": prompt}],
+            self.model,
+            temperature=0,
+            max_tokens=self.max_tokens,
+        )
+        return self._rated(reply.text)
+
+    def _prompt(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> str | dict[str, float]:
+        """The prompt to send, or the scores when no call is needed."""
         question = original.get("question")
         if question is None:
             question = original.get("context")
@@ -208,16 +239,13 @@ class LLMJudge(_JudgeBase):
         response = _text(processed["response"])
         if not response.strip():
             return {"judge_score": 0.0}
-        prompt = _LLM_JUDGE_PROMPT.format(
+        return _LLM_JUDGE_PROMPT.format(
             question=_text(question), reference=_text(answer), response=response
         )
-        reply = self.client.chat(
-            [{"role": "user", "content": prompt}],
-            self.model,
-            temperature=0,
-            max_tokens=self.max_tokens,
-        )
-        rating = parse_rating(reply.text)
+
+    @staticmethod
+    def _rated(text: str) -> dict[str, float]:
+        rating = parse_rating(text)
         return {"judge_score": (rating - 1) / 4.0}
 
 
@@ -314,6 +342,48 @@ class MemoryJudge(_JudgeBase):
         :param original: the example (``question``, ``answer``).
         :param processed: the System's output (``response``).
         """
+        prompt = self._prompt(original, processed)
+        if not isinstance(prompt, str):
+            return prompt
+        try:
+            reply = self.client.chat(
+                [{"role": "user", "content": prompt}],
+                self.model,
+                temperature=0,
+                max_tokens=64,
+            )
+        except LLMError as exc:
+            return _both(0.0), {"judge_error": str(exc)}
+        return self._verdict(reply.text)
+
+    async def ascore_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """:meth:`score_details` for coroutines."""
+        prompt = self._prompt(original, processed)
+        if not isinstance(prompt, str):
+            return prompt
+        try:
+            reply = await self.client.achat(
+                [{"role": "user", "content": prompt}],
+                self.model,
+                temperature=0,
+                max_tokens=64,
+            )
+        except LLMError as exc:
+            return _both(0.0), {"judge_error": str(exc)}
+        return self._verdict(reply.text)
+
+    async def ascore(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> dict[str, float]:
+        """:meth:`score` for coroutines."""
+        return (await self.ascore_details(original, processed))[0]
+
+    def _prompt(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> str | tuple[dict[str, float], dict[str, Any]]:
+        """The prompt to send, or the scores and details when no call is needed."""
         if original.get("question") is None or original.get("answer") is None:
             return {}, {}
         if "response" not in processed:
@@ -324,23 +394,17 @@ class MemoryJudge(_JudgeBase):
         gold = _text(original["answer"])
         if not gold.strip():
             return _both(0.5), {"note": "empty gold answer"}
-        prompt = _MEMORY_PROMPT.format(
+        return _MEMORY_PROMPT.format(
             question=_text(original["question"]), gold=gold, response=response
         )
-        try:
-            reply = self.client.chat(
-                [{"role": "user", "content": prompt}],
-                self.model,
-                temperature=0,
-                max_tokens=64,
-            )
-        except LLMError as exc:
-            return _both(0.0), {"judge_error": str(exc)}
-        verdict = parse_yes_no(reply.text)
+
+    @staticmethod
+    def _verdict(text: str) -> tuple[dict[str, float], dict[str, Any]]:
+        verdict = parse_yes_no(text)
         if verdict is None:
             return _both(0.0), {
                 "judge_error": "the judge's reply has neither YES nor NO",
-                "reply": _snippet(reply.text),
+                "reply": _snippet(text),
             }
         return _both(1.0 if verdict else 0.0), {"verdict": "YES" if verdict else "NO"}
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Generator
 import pytest
 
 from .. import __version__
-from ..engine import check_unique_names
+from ..inputs import check_unique_names
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
@@ -35,6 +35,7 @@ from .collection import (
 )
 from . import llmcache
 from .options import (
+    CONCURRENCY,
     DATASET,
     LIST_DATASETS,
     PROXY_NAME,
@@ -46,6 +47,7 @@ from .options import (
 from .outputs import check_outputs, input_files, other_outputs
 from .recording import MemoryCache, Recorder, row_status
 from .manifest import WORKEROUTPUT_KEY, build_manifest
+from .running import Calls, make_scheduler, share_of, worker_count
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
 
@@ -68,6 +70,13 @@ class State:
     planned: dict[str, int] = field(default_factory=dict)
     #: this process's collection, for the controller (see manifest.py)
     manifest: dict[str, Any] | None = None
+    controller: Controller | None = None
+    #: environment variables set for the loaders → their values before (None: unset)
+    saved_env: dict[str, str | None] = field(default_factory=dict)
+    _tokenizer: Callable[[str], int] | None = None
+    #: the run's LLM cache, and what was active before (restored at unconfigure)
+    llm_cache: Any = None
+    llm_previous: tuple[Any, Any] | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -95,13 +104,6 @@ class State:
                 "skipped_records": [s.describe() for s in skipped],
             })
         return out
-    controller: Controller | None = None
-    #: environment variables set for the loaders → their values before (None: unset)
-    saved_env: dict[str, str | None] = field(default_factory=dict)
-    _tokenizer: Callable[[str], int] | None = None
-    #: the run's LLM cache, and what was active before (restored at unconfigure)
-    llm_cache: Any = None
-    llm_previous: tuple[Any, Any] | None = None
 
     def tokenizer(self) -> Callable[[str], int]:
         if self._tokenizer is None:
@@ -109,8 +111,17 @@ class State:
             self._tokenizer = resolve_tokenizer(spec) if spec else get_tokenizer()
         return self._tokenizer
 
+    calls: Calls | None = None
+
     def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
-        return Recorder(ref, self.tokenizer(), self.systems, original, self.memory)
+        runner = self.calls.runner if self.calls is not None else None
+        return Recorder(
+            ref, self.tokenizer(), self.systems, original, self.memory, runner
+        )
+
+    def take_call(self, case: CliCase) -> Any:
+        """The call started ahead for ``case`` (and its example), or None."""
+        return self.calls.take(case) if self.calls is not None else None
 
 
 STATE_KEY = pytest.StashKey[State]()
@@ -169,6 +180,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 f" {PROXY_NAME.flag}, in order."
             ) from None
         raise pytest.UsageError(f"{settings.where[SYSTEM.dest]}: {_one_line(exc)}") from None
+    _setup_calls(config, state)
     try:
         # Loaded before collection: the memory its construction needed for a moment
         # is then reused by the items instead of raising the peak. An xdist
@@ -226,6 +238,49 @@ def _activate_llm(config: pytest.Config, state: State) -> None:
             state.controller.llm_cache = state.llm_cache
 
 
+def _setup_calls(config: pytest.Config, state: State) -> None:
+    """This process's share of the call budget and rate limit (see running.py)."""
+    from ..concurrency import system_concurrency
+
+    settings = state.settings
+    for s in state.systems:
+        try:
+            system_concurrency(s)
+        except CtxBenchError as exc:
+            raise pytest.UsageError(_one_line(exc)) from None
+    total = settings.concurrency
+    rate = settings.rate_limit
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        workers = int(workerinput.get("workercount", 1)) or 1
+        try:
+            index = int(str(workerinput.get("workerid", "gw0"))[2:])
+        except ValueError:
+            index = 0
+        share = share_of(total, workers, index) if total is not None else 1
+        rate = rate / workers if rate is not None else None
+    else:
+        workers = worker_count(config)
+        if workers and total is not None and total < workers:
+            raise pytest.UsageError(
+                f"{settings.where[CONCURRENCY.dest]}={total} is less than the {workers}"
+                " xdist workers: each worker needs at least one call in flight; raise"
+                " it or lower -n"
+            )
+        if workers:
+            return  # the controller runs no System call
+        share = total if total is not None else 1
+    state.calls = Calls(
+        max(1, share),
+        rate,
+        settings.call_timeout,
+        explicit=total is not None and total > 1,
+    )
+    if state.calls.prefetching:
+        # Only then: a hook on every item costs the runs that do not need it.
+        config.pluginmanager.register(state.calls, "ctxbench-calls")
+
+
 def _one_line(exc: BaseException) -> str:
     """A message for one UsageError line (some libraries' messages span several)."""
     return " ".join(str(exc).split())
@@ -256,6 +311,10 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.calls is not None:
+        state.calls.close()
+        if config.pluginmanager.is_registered(state.calls):
+            config.pluginmanager.unregister(state.calls)
     for name, value in (state.saved_env.items() if state is not None else ()):
         if value is None:
             os.environ.pop(name, None)
@@ -640,9 +699,22 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     return None
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    # Under --dist load with a call budget: a scheduler that hands each worker
+    # enough items to fill its share of the budget (docs/concurrency.md).
+    state = config.stash.get(STATE_KEY, None)
+    total = state.settings.concurrency if state is not None else None
+    workers = worker_count(config)
+    if total is None or total < 2 or not workers or config.option.dist != "load":
+        return None
+    return make_scheduler(config, log, ahead=2 * -(-total // workers))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     stop: str | None = None
+    interrupted = False
     try:
         return (yield)
     except BaseException as exc:
@@ -650,9 +722,14 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
         # for -x ("stopping after N failures"): the report is still written, marked
         # incomplete, and the gates are not applied.
         stop = str(exc) or type(exc).__name__
+        interrupted = isinstance(exc, KeyboardInterrupt)
         raise
     finally:
         state = session.config.stash.get(STATE_KEY, None)
+        if state is not None and state.calls is not None:
+            # -x: nothing started ahead keeps running. Ctrl-C: no wait for the sync
+            # calls in flight (daemon threads), the user asked to stop now.
+            state.calls.close(wait=0.0 if interrupted else None)
         if state is not None and state.controller is not None:
             state.controller.finish(session, stop)
 

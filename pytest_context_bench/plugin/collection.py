@@ -313,8 +313,14 @@ class CliCase:
 
     def run(self, fixture_system: Any = None) -> None:
         __tracebackhide__ = True
-        self.recorder = self.runtime.recorder(self.ref, original=None)
-        self.recorder.run(self.system if self.system is not None else fixture_system)
+        ahead = self.runtime.take_call(self)  # started ahead (--ctxbench-concurrency)
+        self.recorder = self.runtime.recorder(
+            self.ref, original=ahead[1] if ahead is not None else None
+        )
+        self.recorder.run(
+            self.system if self.system is not None else fixture_system,
+            ahead=ahead[0] if ahead is not None else None,
+        )
 
 
 def _grouped(case: CliCase, test_id: str) -> Any:

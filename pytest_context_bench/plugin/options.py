@@ -324,6 +324,27 @@ MAX_COST_OF_PASS_USD = _opt(
     " priced with --ctxbench-price) is above X US dollars",
     "X",
 )
+CONCURRENCY = _opt(
+    "concurrency",
+    "int",
+    "System calls in flight at once in the whole run, xdist workers included (each"
+    " worker gets its share). Default: 1, calls one after another as written",
+    "N",
+)
+RATE_LIMIT = _opt(
+    "rate-limit",
+    "str",
+    "Start at most R System and judge calls a second (R/s) or a minute (R/min), in"
+    " the whole run",
+    "R/s|R/min",
+)
+CALL_TIMEOUT = _opt(
+    "timeout",
+    "float",
+    "Seconds a System call may last; a longer call is that example's error"
+    " (CallTimeout) and the run goes on. Default: no limit",
+    "SECONDS",
+)
 
 OPTIONS: tuple[Option, ...] = (
     DATASET,
@@ -376,6 +397,9 @@ OPTIONS: tuple[Option, ...] = (
     PRICE,
     MAX_COST_USD,
     MAX_COST_OF_PASS_USD,
+    CONCURRENCY,
+    RATE_LIMIT,
+    CALL_TIMEOUT,
 )
 
 #: Trials per example at most (--ctxbench-repeat, repeat=): each trial of each
@@ -524,6 +548,13 @@ class Settings:
     cache_dir: Path | None = None
     #: model → Price, from --ctxbench-price
     prices: dict[str, Any] = field(default_factory=dict)
+    #: System calls in flight in the whole run (--ctxbench-concurrency); None: one
+    #: at a time in each process, as before the option existed
+    concurrency: int | None = None
+    #: calls started per second in the whole run (--ctxbench-rate-limit), or None
+    rate_limit: float | None = None
+    #: seconds a System call may last (--ctxbench-timeout), or None
+    call_timeout: float | None = None
 
     @property
     def active(self) -> bool:
@@ -755,10 +786,29 @@ class Settings:
                 )
             code["network"] = policy
         cache_mode, cache_dir, prices = _cache_settings(get, invdir, inidir)
+        concurrency = integer(CONCURRENCY, 1)
+        rate_raw, rate_cli = get(RATE_LIMIT)
+        rate_limit = None
+        if rate_raw is not None:
+            from ..concurrency import parse_rate
+
+            try:
+                rate_limit = parse_rate(str(rate_raw))
+            except ValueError as exc:
+                raise pytest.UsageError(f"{RATE_LIMIT.where(rate_cli)} {exc}") from None
+        raw, from_cli = get(CALL_TIMEOUT)
+        call_timeout = None
+        if raw is not None:
+            call_timeout = parse_float(
+                raw, CALL_TIMEOUT.where(from_cli), lo=0.0, open_lo=True
+            )
         return cls(
             cache_mode=cache_mode,
             cache_dir=cache_dir,
             prices=prices,
+            concurrency=concurrency,
+            rate_limit=rate_limit,
+            call_timeout=call_timeout,
             datasets=tuple(str(d).strip() for d in datasets),
             dataset_base=invdir if ds_cli else inidir,
             systems=tuple(str(s).strip() for s in systems),

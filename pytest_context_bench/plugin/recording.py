@@ -12,10 +12,17 @@ from typing import Any, Callable, Sequence
 import pytest
 
 from ..calls import current_call, keep_io
-from ..engine import attach_usage, check_unique_names, run_example, score_processed
-from ..memory import Conversation, ask_question, check_memory_system, ingest_conversation
+from ..engine import (
+    SystemCall,
+    attach_usage,
+    call_system,
+    score_call,
+    score_processed,
+)
+from ..inputs import check_unique_names
+from ..memory import Conversation, ask_question, ingest_conversation
 from ..errors import CtxBenchError
-from ..importing import check_system
+from ..importing import check_memory_system, check_system
 from ..results import EvalRow
 from .collection import ExampleRef
 
@@ -52,6 +59,7 @@ class Recorder:
         cli_systems: Sequence[Any],
         original: dict[str, Any] | None = None,
         memory: MemoryCache | None = None,
+        runner: Any = None,
     ) -> None:
         self.ref = ref
         self.spec = ref.spec
@@ -64,6 +72,8 @@ class Recorder:
         #: id(row) → {"response", "reference"} (clipped), shown by the reports
         self.io: dict[int, dict[str, str] | None] = {}
         self._memory = memory
+        #: the process's CallRunner (budget, rate limit, timeout), or None
+        self._runner = runner
         self.score_field = self.spec.primary_field(ref.dataset)
         self.evaluators = self.spec.evaluators_for(ref.ds_pos)
 
@@ -139,8 +149,12 @@ class Recorder:
             raise raised
         return row
 
-    def run(self, system: Any) -> list[EvalRow]:
-        """Run one System, or each of a list of Systems, on the example."""
+    def run(self, system: Any, ahead: SystemCall | None = None) -> list[EvalRow]:
+        """Run one System, or each of a list of Systems, on the example.
+
+        ``ahead`` is the one System's call, already made (started ahead of the item
+        under ``--ctxbench-concurrency``): it is scored instead of calling again.
+        """
         __tracebackhide__ = True
         systems = list(system) if isinstance(system, (list, tuple)) else [system]
         if not systems:
@@ -159,15 +173,20 @@ class Recorder:
         first: BaseException | None = None
         out = []
         for i, s in enumerate(systems):
+            call = ahead if ahead is not None and len(systems) == 1 else None
+            if call is None:
+                call = call_system(
+                    s, self._original, trial=self.ref.trial or 1, runner=self._runner
+                )
             with keep_io() as io:
-                row, raised = run_example(
+                row, raised = score_call(
+                    call,
                     s,
                     self._original,
                     self.evaluators,
                     score_field=self.score_field,
                     text_fields=self.spec.text_fields,
                     tokenizer=self._tokenizer,
-                    trial=self.ref.trial or 1,
                 )
             self._add(row, self._sys_pos(s, i), io)
             out.append(row)

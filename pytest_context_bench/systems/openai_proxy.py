@@ -10,7 +10,7 @@ reported usage is passed back as ``api_usage``. The HTTP side is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -135,10 +135,20 @@ class OpenAIProxy:
         result = self.client.chat(
             self.messages_for(example), self.model, **self.extra_body
         )
-        out = {**example, "response": result.text}
-        if result.usage:
-            out["api_usage"] = dict(result.usage)
-        return out
+        return _answered(example, result)
+
+    async def aprocess(self, example: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`process` for coroutines: what the runner awaits under
+        ``--ctxbench-concurrency`` / ``--ctxbench-timeout`` (no thread per call; a
+        timed-out request is cancelled).
+
+        :param example: the dataset example.
+        :raises LLMError: when the endpoint fails after its retries.
+        """
+        result = await self.client.achat(
+            self.messages_for(example), self.model, **self.extra_body
+        )
+        return _answered(example, result)
 
     def process_conversation(self, turns: Sequence[Any]) -> list[dict[str, Any]]:
         """Play a multi-turn conversation, one request per user turn.
@@ -153,29 +163,59 @@ class OpenAIProxy:
             with its ``api_usage`` when the server reported usage.
         :raises LLMError: when a request fails after its retries.
         """
-        history: list[dict[str, Any]] = []
-        if self.system_prompt:
-            history.append({"role": "system", "content": self.system_prompt})
-        replies: list[dict[str, Any]] = []
-        for turn in turns:
-            message = _as_message(turn)
-            role = message.get("role")
-            if role == "assistant":
-                continue
-            history.append(message)
-            if role != "user":
-                continue
-            result = self.client.chat(list(history), self.model, **self.extra_body)
-            history.append({"role": "assistant", "content": result.text})
-            reply: dict[str, Any] = {"role": "assistant", "content": result.text}
-            if result.usage:
-                reply["api_usage"] = dict(result.usage)
-            replies.append(reply)
-        return replies
+        conversation = _Conversation(self.system_prompt, turns)
+        for history in conversation:
+            result = self.client.chat(history, self.model, **self.extra_body)
+            conversation.answer(result)
+        return conversation.replies
+
+    async def aprocess_conversation(self, turns: Sequence[Any]) -> list[dict[str, Any]]:
+        """:meth:`process_conversation` for coroutines."""
+        conversation = _Conversation(self.system_prompt, turns)
+        for history in conversation:
+            result = await self.client.achat(history, self.model, **self.extra_body)
+            conversation.answer(result)
+        return conversation.replies
 
     def close(self) -> None:
         """Close the client's connection pool."""
         self.client.close()
+
+
+def _answered(example: dict[str, Any], result: Any) -> dict[str, Any]:
+    out = {**example, "response": result.text}
+    if result.usage:
+        out["api_usage"] = dict(result.usage)
+    return out
+
+
+class _Conversation:
+    """The history of a conversation being played: iterating yields the messages
+    to send for each user turn; :meth:`answer` adds the model's reply."""
+
+    def __init__(self, system_prompt: str | None, turns: Sequence[Any]) -> None:
+        self.history: list[dict[str, Any]] = []
+        if system_prompt:
+            self.history.append({"role": "system", "content": system_prompt})
+        self.turns = turns
+        self.replies: list[dict[str, Any]] = []
+
+    def __iter__(self) -> Iterator[list[dict[str, Any]]]:
+        for turn in self.turns:
+            message = _as_message(turn)
+            role = message.get("role")
+            if role == "assistant":
+                continue
+            self.history.append(message)
+            if role == "user":
+                yield list(self.history)
+
+    def answer(self, result: Any) -> None:
+        self.history.append({"role": "assistant", "content": result.text})
+        reply: dict[str, Any] = {"role": "assistant", "content": result.text}
+        if result.usage:
+            reply["api_usage"] = dict(result.usage)
+        self.replies.append(reply)
 
 
 def _as_message(turn: Any) -> dict[str, Any]:

@@ -120,6 +120,12 @@ def fake_embedding(text: str, dim: int = 64) -> list[float]:
     return [v / norm for v in vec]
 
 
+class _Server(ThreadingHTTPServer):
+    # The default listen backlog (5) resets connections when many clients connect
+    # at once (a run with --ctxbench-concurrency=16).
+    request_queue_size = 128
+
+
 class FakeLLM:
     """An OpenAI-compatible server on ``127.0.0.1`` driven by a script.
 
@@ -191,7 +197,7 @@ class FakeLLM:
         """Start serving in a daemon thread; returns ``self``."""
         if self._server is not None:
             return self
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
+        server = _Server(("127.0.0.1", 0), _make_handler(self))
         # A handler sleeping through a long delay must not hold up stop().
         server.daemon_threads = True
         server.block_on_close = False
@@ -327,11 +333,19 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 client_port=int(self.client_address[1]),
             )
             reply = owner._next_reply(request)
+            self._counted = True
             try:
                 self._answer(reply, request)
             except OSError:
                 pass  # the client gave up (its timeout); nothing to do
             finally:
+                self._finish()
+
+        def _finish(self) -> None:
+            # Once, just before the reply goes out: a client that has its reply may
+            # send its next request at once, and must not find this one still counted.
+            if self._counted:
+                self._counted = False
                 owner._done()
 
         def _answer(self, reply: Reply, request: RecordedRequest) -> None:
@@ -380,6 +394,7 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Retry-After", str(reply.retry_after))
             for name, value in reply.headers.items():
                 self.send_header(name, value)
+            self._finish()
             self.end_headers()
             self.wfile.write(payload)
             self.wfile.flush()

@@ -1,0 +1,601 @@
+"""System and judge calls: how many run at once, how fast they start, how long they run.
+
+One :class:`CallRunner` per process (a pytest process or an xdist worker) runs the
+System calls the plugin hands it:
+
+* an ``async def process`` runs as a task on the runner's one event loop (a daemon
+  thread of its own), with no thread per call;
+* a plain ``def process`` runs in a daemon thread of its own, started under a copy
+  of the caller's :mod:`contextvars` context (so
+  :func:`~pytest_context_bench.calls.current_call` works inside it);
+* every call first takes a slot of the process's :class:`Budget` (and of its
+  System's own budget when it declares ``concurrency = K``), then waits its turn
+  under the :class:`RateLimit`;
+* a call that outlives the per-call timeout becomes :class:`CallTimeout`; a task is
+  cancelled, a thread is abandoned (daemon threads never keep the process alive).
+
+The LLM judges and :class:`~pytest_context_bench.llm.LLMClient` take a slot of the
+same budget through :func:`slot` / :func:`aslot` when they are not already inside a
+System call that holds one (so a System that calls an LLM through the client counts
+once, and cannot deadlock waiting for a second slot of its own).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import contextvars
+import inspect
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .errors import CtxBenchError
+
+__all__ = [
+    "Budget",
+    "CallRunner",
+    "CallTimeout",
+    "Outcome",
+    "RateLimit",
+    "aslot",
+    "current_limits",
+    "fallback_runner",
+    "install",
+    "is_async_system",
+    "parse_rate",
+    "slot",
+    "uninstall",
+]
+
+T = TypeVar("T")
+
+#: True inside a System call that already holds a budget slot.
+_HOLDING: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "ctxbench_holding_slot", default=False
+)
+
+
+#: how often a thread blocked on a call or a slot wakes up
+_POLL = 0.2
+
+
+def wait_for(future: Future[T]) -> T:
+    """``future.result()``, waking up now and then: a signal (Ctrl-C) may be
+    delivered to any thread, and a main thread blocked on a lock forever would not
+    see it until the lock is released."""
+    while True:
+        try:
+            return future.result(timeout=_POLL)
+        except FutureTimeout:
+            continue
+
+
+class CallTimeout(Exception):
+    """A System call took longer than the per-call timeout (``--ctxbench-timeout``)."""
+
+
+class Budget:
+    """At most ``size`` slots taken at once, by threads or by event-loop tasks alike.
+
+    Waiters are served first come, first served, whichever side they wait on.
+    """
+
+    def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"a call budget needs at least 1 slot, got {size}.")
+        self.size = size
+        self._lock = threading.Lock()
+        self._free = size
+        self._waiters: collections.deque[Any] = collections.deque()
+        #: the most slots ever taken at once (for tests and the status line)
+        self.peak = 0
+
+    @property
+    def in_use(self) -> int:
+        return self.size - self._free
+
+    def _took(self) -> None:
+        self.peak = max(self.peak, self.size - self._free)
+
+    def acquire(self) -> None:
+        """Take a slot, blocking this thread until one is free."""
+        with self._lock:
+            if self._free and not self._waiters:
+                self._free -= 1
+                self._took()
+                return
+            event = threading.Event()
+            self._waiters.append(event)
+        while not event.wait(_POLL):  # wakes up for Ctrl-C (see wait_for)
+            pass
+
+    async def acquire_async(self) -> None:
+        """Take a slot, suspending this task until one is free."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._free and not self._waiters:
+                self._free -= 1
+                self._took()
+                return
+            fut: asyncio.Future[None] = loop.create_future()
+            self._waiters.append((loop, fut))
+        try:
+            await fut
+        except asyncio.CancelledError:
+            # Handed a slot just as we were cancelled: give it on.
+            if fut.done() and not fut.cancelled():
+                self.release()
+            raise
+
+    def release(self) -> None:
+        """Give a slot back, to the longest waiter if any."""
+        with self._lock:
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                if isinstance(waiter, threading.Event):
+                    waiter.set()  # the slot passes to it: _free unchanged
+                    return
+                loop, fut = waiter
+                if fut.done() or loop.is_closed():
+                    continue  # a cancelled waiter
+                loop.call_soon_threadsafe(self._hand, fut)
+                return
+            self._free += 1
+
+    def _hand(self, fut: asyncio.Future[None]) -> None:
+        if fut.done():  # cancelled between release() and now
+            self.release()
+        else:
+            fut.set_result(None)
+
+
+class RateLimit:
+    """Starts at most ``per_second`` calls a second, evenly spaced."""
+
+    def __init__(self, per_second: float) -> None:
+        if not per_second > 0:
+            raise ValueError(f"a rate limit must be > 0 per second, got {per_second}.")
+        self.interval = 1.0 / per_second
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def reserve(self) -> float:
+        """Seconds to wait before this call may start (the turn is taken)."""
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self.interval
+            return start - now
+
+
+def parse_rate(text: str) -> float:
+    """``"10/s"``, ``"600/min"`` or ``"2.5/s"`` → calls per second.
+
+    :raises ValueError: with a message saying what is expected.
+    """
+    raw = str(text).strip()
+    number, sep, unit = raw.partition("/")
+    units = {"s": 1.0, "sec": 1.0, "second": 1.0, "min": 60.0, "minute": 60.0}
+    try:
+        value = float(number.strip())
+    except ValueError:
+        value = float("nan")
+    per = units.get(unit.strip().lower()) if sep else None
+    if per is None or not (value > 0 and value != float("inf")):
+        raise ValueError(
+            f"must be a positive number of requests per second or per minute, such as"
+            f" 10/s or 600/min, given: {text!r}"
+        )
+    return value / per
+
+
+# --- the process-wide limits the LLM client reads --------------------------------
+
+_LIMITS: tuple[Budget | None, RateLimit | None] = (None, None)
+
+
+def install(budget: Budget | None, rate: RateLimit | None) -> None:
+    """Make ``budget`` and ``rate`` the limits every judge / client call takes."""
+    global _LIMITS
+    _LIMITS = (budget, rate)
+
+
+def uninstall() -> None:
+    install(None, None)
+
+
+def current_limits() -> tuple[Budget | None, RateLimit | None]:
+    return _LIMITS
+
+
+@contextlib.contextmanager
+def slot() -> Iterator[None]:
+    """Hold a slot of the process's budget (and wait the rate limit) for one request.
+
+    A no-op outside a run with limits, and inside a System call that holds a slot.
+    """
+    budget, rate = _LIMITS
+    if _HOLDING.get() or (budget is None and rate is None):
+        yield
+        return
+    if budget is not None:
+        budget.acquire()
+    try:
+        if rate is not None:
+            delay = rate.reserve()
+            if delay > 0:
+                time.sleep(delay)
+        token = _HOLDING.set(True)
+        try:
+            yield
+        finally:
+            _HOLDING.reset(token)
+    finally:
+        if budget is not None:
+            budget.release()
+
+
+@contextlib.asynccontextmanager
+async def aslot() -> AsyncIterator[None]:
+    """:func:`slot` for coroutines."""
+    budget, rate = _LIMITS
+    if _HOLDING.get() or (budget is None and rate is None):
+        yield
+        return
+    if budget is not None:
+        await budget.acquire_async()
+    try:
+        if rate is not None:
+            delay = rate.reserve()
+            if delay > 0:
+                await asyncio.sleep(delay)
+        token = _HOLDING.set(True)
+        try:
+            yield
+        finally:
+            _HOLDING.reset(token)
+    finally:
+        if budget is not None:
+            budget.release()
+
+
+def is_async_system(system: Any, method: str = "process") -> bool:
+    """True when ``system.<method>`` is an ``async def``."""
+    fn = getattr(system, method, None)
+    return fn is not None and inspect.iscoroutinefunction(fn)
+
+
+def system_concurrency(system: Any) -> int | None:
+    """The System's own ``concurrency`` attribute, checked (``None``: no limit)."""
+    value = getattr(system, "concurrency", None)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise CtxBenchError(
+            f"System {getattr(system, 'name', system)!r} has concurrency = {value!r};"
+            " it must be a positive integer (1 runs its calls one at a time) or None."
+        )
+    return value
+
+
+@dataclass
+class Outcome:
+    """A finished call: its value or the exception it raised, and how long it ran
+    (from the moment it had its slot)."""
+
+    value: Any
+    error: BaseException | None
+    latency: float
+    #: what the ``then`` step of :meth:`CallRunner.submit` returned, if it ran
+    extra: Any = None
+
+    def result(self) -> Any:
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class CallRunner:
+    """Runs calls under the budget, the rate limit and the timeout (one per process).
+
+    :param budget: the process's share of the run's call budget.
+    :param rate: the process's share of the run's rate limit, or ``None``.
+    :param timeout: seconds a call may last, or ``None``.
+    """
+
+    def __init__(
+        self,
+        budget: Budget,
+        rate: RateLimit | None = None,
+        timeout: float | None = None,
+        *,
+        name: str = "ctxbench-calls",
+    ) -> None:
+        self.name = name
+        self.budget = budget
+        self.rate = rate
+        self.timeout = timeout
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._per_system: dict[int, asyncio.Semaphore] = {}
+        self._pending: set[Future[Any]] = set()
+        self._threads: set[threading.Thread] = set()
+        self._closed = False
+        self.done = 0
+
+    # -- the loop ------------------------------------------------------------------
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the call runner is closed")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def main() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=main, name=self.name, daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    @property
+    def in_flight(self) -> int:
+        return self.budget.in_use
+
+    def submit(
+        self,
+        fn: Callable[[], Any],
+        *,
+        system: Any,
+        is_async: bool = False,
+        context: contextvars.Context | None = None,
+        then: Callable[[Any], Coroutine[Any, Any, Any]] | None = None,
+    ) -> Future[Any]:
+        """Start ``fn()`` (a System call: sync, or returning a coroutine when the
+        System is async) when the limits allow; the future holds its result, or
+        :class:`CallTimeout`, or what it raised.
+
+        ``then(value)``, a coroutine, runs on the loop once the call has succeeded
+        and given its slot back (the LLM judges of the example: each of their
+        requests takes a slot of its own); its result is the outcome's ``extra``."""
+        loop = self._ensure_loop()
+        ctx = (context or contextvars.copy_context()).copy()
+        ctx.run(_HOLDING.set, True)
+        coro = self._run(fn, system, ctx, is_async, then)
+        fut: Future[Any] = asyncio.run_coroutine_threadsafe(coro, loop)
+        with self._lock:
+            self._pending.add(fut)
+        fut.add_done_callback(self._finished)
+        return fut
+
+    def _finished(self, fut: Future[Any]) -> None:
+        with self._lock:
+            self._pending.discard(fut)
+            if not fut.cancelled():
+                self.done += 1
+
+    def call(
+        self, fn: Callable[[], Any], *, system: Any, is_async: bool = False
+    ) -> Outcome:
+        """Run one call through the runner and wait for it (from a thread that runs
+        no event loop)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise CtxBenchError(
+                f"System {getattr(system, 'name', system)!r} is called from inside a"
+                " running event loop, where ctxbench cannot wait for it; call it from"
+                " synchronous code (pytest items, evaluate()) instead."
+            )
+        outcome: Outcome = wait_for(self.submit(fn, system=system, is_async=is_async))
+        return outcome
+
+    async def _own_slot(self, system: Any) -> asyncio.Semaphore | None:
+        limit = system_concurrency(system)
+        if limit is None:
+            return None
+        sem = self._per_system.get(id(system))
+        if sem is None:
+            sem = self._per_system[id(system)] = asyncio.Semaphore(limit)
+        await sem.acquire()
+        return sem
+
+    async def _run(
+        self,
+        fn: Callable[[], Any],
+        system: Any,
+        ctx: contextvars.Context,
+        is_async: bool,
+        then: Callable[[Any], Coroutine[Any, Any, Any]] | None = None,
+    ) -> Outcome:
+        outcome = await self._call(fn, system, ctx, is_async)
+        if then is not None and outcome.error is None:
+            after = ctx.copy()
+            after.run(_HOLDING.set, False)  # the judges' requests take their own slots
+            outcome.extra = await after.run(asyncio.ensure_future, then(outcome.value))
+        return outcome
+
+    async def _call(
+        self,
+        fn: Callable[[], Any],
+        system: Any,
+        ctx: contextvars.Context,
+        is_async: bool,
+    ) -> Outcome:
+        __tracebackhide__ = True
+        own = await self._own_slot(system)
+        try:
+            await self.budget.acquire_async()
+            try:
+                if self._closed:  # closing: start nothing more
+                    raise asyncio.CancelledError
+                if self.rate is not None:
+                    delay = self.rate.reserve()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+                        if self._closed:
+                            raise asyncio.CancelledError
+                start = time.perf_counter()
+                try:
+                    if is_async:
+                        value = await self._run_async(fn, ctx)
+                    else:
+                        value = await self._run_thread(fn, ctx, system)
+                except asyncio.TimeoutError:
+                    took = time.perf_counter() - start
+                    error: Exception = CallTimeout(
+                        f"System {getattr(system, 'name', system)!r} did not answer"
+                        f" within --ctxbench-timeout={self.timeout:g}s (abandoned after"
+                        f" {took:.1f}s)"
+                    )
+                    return Outcome(None, error, took)
+                except Exception as exc:
+                    return Outcome(None, exc, time.perf_counter() - start)
+                return Outcome(value, None, time.perf_counter() - start)
+            finally:
+                self.budget.release()
+        finally:
+            if own is not None:
+                own.release()
+
+    async def _run_async(self, fn: Callable[[], Any], ctx: contextvars.Context) -> Any:
+        __tracebackhide__ = True
+
+        # The task is created inside ``ctx``, so it runs in (a copy of) it.
+        def start() -> asyncio.Task[Any]:
+            __tracebackhide__ = True
+            result = fn()
+            if not inspect.isawaitable(result):
+
+                async def done() -> Any:
+                    return result
+
+                return asyncio.ensure_future(done())
+            return asyncio.ensure_future(result)
+
+        task = ctx.run(start)
+        if self.timeout is None:
+            return await task
+        return await asyncio.wait_for(task, self.timeout)
+
+    async def _run_thread(
+        self, fn: Callable[[], Any], ctx: contextvars.Context, system: Any
+    ) -> Any:
+        __tracebackhide__ = True
+        loop = asyncio.get_running_loop()
+        out: asyncio.Future[Any] = loop.create_future()
+
+        def deliver(ok: bool, value: Any) -> None:
+            if out.done():
+                return
+            if ok:
+                out.set_result(value)
+            else:
+                out.set_exception(value)
+
+        def body() -> None:
+            __tracebackhide__ = True
+            try:
+                value = ctx.run(fn)
+            except BaseException as exc:  # handed to the waiting item
+                ok, value = False, exc
+            else:
+                ok = True
+            with contextlib.suppress(RuntimeError):  # loop closed: nobody waits
+                loop.call_soon_threadsafe(deliver, ok, value)
+            with self._lock:
+                self._threads.discard(thread)
+
+        name = f"ctxbench-call-{getattr(system, 'name', 'system')}"
+        thread = threading.Thread(target=body, name=name, daemon=True)
+        thread.start()
+        with self._lock:
+            if thread.is_alive():  # else it has already discarded itself
+                self._threads.add(thread)
+        if self.timeout is None:
+            return await out
+        return await asyncio.wait_for(asyncio.shield(out), self.timeout)
+
+    # -- the end -------------------------------------------------------------------
+
+    def close(self, wait: float | None = None) -> None:
+        """Cancel the calls not started yet and the async calls in flight; wait up to
+        ``wait`` seconds (``None``: the per-call timeout, else until they end) for
+        the sync calls in flight; stop the loop."""
+        with self._lock:
+            self._closed = True
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+            pending = list(self._pending)
+        if loop is None or thread is None:
+            return
+        for fut in pending:
+            fut.cancel()
+
+        async def drain() -> None:
+            # On the loop, so that no task is between taking its slot and starting
+            # its thread: after this, every call that started is in self._threads.
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(drain(), loop).result(timeout=10)
+        limit = wait if wait is not None else self.timeout
+        deadline = None if limit is None else time.monotonic() + limit
+        with self._lock:
+            threads = list(self._threads)
+        for t in threads:
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.close()
+
+    @property
+    def running_threads(self) -> int:
+        with self._lock:
+            return sum(1 for t in self._threads if t.is_alive())
+
+
+_FALLBACK: CallRunner | None = None
+_FALLBACK_LOCK = threading.Lock()
+
+
+def fallback_runner() -> CallRunner:
+    """The runner of async Systems called outside a run with limits (``evaluate()``,
+    a ``ctxbench_system`` fixture without ``--ctxbench-concurrency``): no budget to
+    speak of, no timeout, one event loop for the process."""
+    global _FALLBACK
+    with _FALLBACK_LOCK:
+        if _FALLBACK is None:
+            _FALLBACK = CallRunner(Budget(1 << 30), name="ctxbench-async-systems")
+        return _FALLBACK
+
+
+def run_sync(coro_fn: Callable[[], Coroutine[Any, Any, T]], what: str) -> T:
+    """Run a coroutine to completion from synchronous code (no loop running here)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro_fn())
+    raise CtxBenchError(
+        f"{what} is async and is called from inside a running event loop, where"
+        " ctxbench cannot wait for it; call it from synchronous code instead."
+    )

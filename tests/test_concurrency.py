@@ -1,0 +1,769 @@
+"""--ctxbench-concurrency, --ctxbench-timeout, --ctxbench-rate-limit and async Systems.
+
+The HTTP runs use ``runpytest_subprocess`` (see test_plugin_llm.py: an inline run
+would import parts of httpx inside pytester's sys.modules snapshot). The servers
+count the requests they serve at once; no assertion here is about time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from pathlib import Path
+
+import pytest
+from helpers import qa_lines, read_json, strip_timings
+
+from pytest_context_bench.concurrency import (
+    Budget,
+    CallRunner,
+    RateLimit,
+    parse_rate,
+)
+from pytest_context_bench.engine import run_example
+from pytest_context_bench.plugin.running import share_of
+from pytest_context_bench.testing import FakeLLM, Reply
+
+CONC_PY = r'''
+import asyncio, os, threading, time
+import httpx
+from pytest_context_bench.calls import current_call
+
+URL = os.environ.get("CONC_URL", "")
+
+
+def _ask(question):
+    return {"model": "m", "messages": [{"role": "user", "content": question}]}
+
+
+class Jittery:
+    """Right on even ids, raises on q-3; finishes out of order (varying sleeps)."""
+    name = "jittery"
+    def process(self, ex):
+        n = int(ex["id"].split("-")[1])
+        time.sleep(0.003 * ((n * 7) % 5))
+        scope = current_call()
+        assert scope is not None and scope.example_id == ex["id"], scope
+        if n == 3:
+            raise RuntimeError("endpoint exploded on q-3")
+        return {**ex, "response": ex["answer"] if n % 2 == 0 else "no idea"}
+
+
+class HttpSync:
+    """Plain sync code calling the endpoint with httpx."""
+    name = "http-sync"
+    def process(self, ex):
+        assert current_call().example_id == ex["id"]
+        r = httpx.post(URL + "/v1/chat/completions", json=_ask(ex["question"]), timeout=30)
+        return {**ex, "response": r.json()["choices"][0]["message"]["content"]}
+
+
+class HttpAsync:
+    """async def process, with httpx.AsyncClient."""
+    name = "http-async"
+    async def process(self, ex):
+        assert current_call().example_id == ex["id"]
+        async with httpx.AsyncClient(timeout=30) as client:
+            r = await client.post(URL + "/v1/chat/completions", json=_ask(ex["question"]))
+        return {**ex, "response": r.json()["choices"][0]["message"]["content"]}
+
+
+class OneAtATime(HttpSync):
+    name = "one-at-a-time"
+    concurrency = 1
+
+
+class Hang:
+    """Never returns on q-2."""
+    name = "hang"
+    def process(self, ex):
+        if ex["id"] == "q-2":
+            threading.Event().wait()
+        return {**ex, "response": ex["answer"]}
+
+
+class HangMark:
+    """Never returns on q-2, after leaving a file saying so."""
+    name = "hang-mark"
+    def process(self, ex):
+        if ex["id"] == "q-2":
+            open(os.path.join(os.environ["CONC_DIR"], "hanging"), "w").close()
+            threading.Event().wait()
+        return {**ex, "response": ex["answer"]}
+
+
+class Limits:
+    """Writes this process's share of the budget and of the rate limit."""
+    name = "limits"
+    def process(self, ex):
+        import json
+        from pytest_context_bench.concurrency import current_limits
+        budget, rate = current_limits()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(os.path.join(os.environ["CONC_DIR"], worker + ".json"), "w") as f:
+            json.dump([budget.size, 1.0 / rate.interval], f)
+        return {**ex, "response": ex["answer"]}
+
+
+class AsyncHang:
+    name = "async-hang"
+    async def process(self, ex):
+        if ex["id"] == "q-2":
+            await asyncio.Event().wait()
+        return {**ex, "response": ex["answer"]}
+
+
+class Marks:
+    """Leaves a file when each call starts and ends; raises on q-2."""
+    name = "marks"
+    def process(self, ex):
+        d = os.environ["CONC_DIR"]
+        open(os.path.join(d, "started-" + ex["id"]), "w").close()
+        time.sleep(0.2)
+        open(os.path.join(d, "ended-" + ex["id"]), "w").close()
+        if ex["id"] == "q-2":
+            raise RuntimeError("stop here")
+        return {**ex, "response": ex["answer"]}
+
+
+class BadConcurrency:
+    name = "bad-concurrency"
+    concurrency = 0
+    def process(self, ex):
+        return ex
+
+
+jittery = Jittery()
+http_sync = HttpSync()
+http_async = HttpAsync()
+one_at_a_time = OneAtATime()
+hang = Hang()
+hang_mark = HangMark()
+limits = Limits()
+async_hang = AsyncHang()
+marks = Marks()
+bad_concurrency = BadConcurrency()
+'''
+
+QUESTION = re.compile(r"capital of country (\d+)")
+
+
+@pytest.fixture
+def conc(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makefile(".jsonl", qa=qa_lines(16))
+    pytester.makepyfile(conc=CONC_PY)
+    # Every call reaches the endpoint: these tests count requests in flight, and
+    # run the same data more than once (the LLM cache would answer the second run).
+    pytester.makeini("[pytest]\npythonpath = .\nctxbench_cache = off\n")
+    return pytester
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch):
+    """An endpoint answering each question right after 50 ms."""
+
+    def handler(request):
+        text = " ".join(str(m.get("content", "")) for m in request.messages)
+        match = QUESTION.search(text)
+        return Reply(text=f"city {match.group(1)}" if match else "?", delay=0.05)
+
+    with FakeLLM(handler=handler) as llm:
+        monkeypatch.setenv("CONC_URL", llm.base_url)
+        yield llm
+
+
+def _rows(path: Path) -> list[dict]:
+    return read_json(path)["rows"]
+
+
+# --- the parts ----------------------------------------------------------------------
+
+
+def test_budget_never_exceeds_its_size_across_threads_and_tasks() -> None:
+    budget = Budget(3)
+    now = {"n": 0, "max": 0}
+    lock = threading.Lock()
+
+    def enter() -> None:
+        with lock:
+            now["n"] += 1
+            now["max"] = max(now["max"], now["n"])
+
+    def leave() -> None:
+        with lock:
+            now["n"] -= 1
+
+    def thread_body() -> None:
+        for _ in range(20):
+            budget.acquire()
+            enter()
+            threading.Event().wait(0.001)
+            leave()
+            budget.release()
+
+    async def task_body() -> None:
+        for _ in range(20):
+            await budget.acquire_async()
+            enter()
+            await asyncio.sleep(0.001)
+            leave()
+            budget.release()
+
+    async def tasks() -> None:
+        await asyncio.gather(*(task_body() for _ in range(4)))
+
+    threads = [threading.Thread(target=thread_body) for _ in range(4)]
+    threads.append(threading.Thread(target=lambda: asyncio.run(tasks())))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert now["n"] == 0
+    assert 1 < now["max"] <= 3
+    assert budget.peak <= 3 and budget.in_use == 0
+
+
+def test_rate_limit_spaces_the_starts() -> None:
+    rate = RateLimit(10.0)
+    delays = [rate.reserve() for _ in range(5)]
+    assert delays[0] == 0.0
+    # each start is reserved one interval (0.1 s) after the previous one
+    assert all(b > a for a, b in zip(delays, delays[1:]))
+    assert delays[4] > 0.3
+
+
+@pytest.mark.parametrize(
+    ("text", "per_second"),
+    [("10/s", 10.0), ("600/min", 10.0), ("2.5/sec", 2.5), (" 30 / minute ", 0.5)],
+)
+def test_parse_rate(text: str, per_second: float) -> None:
+    assert parse_rate(text) == pytest.approx(per_second)
+
+
+@pytest.mark.parametrize(
+    "text", ["fast", "10", "0/s", "-1/s", "10/hour", "inf/s", "/s"]
+)
+def test_parse_rate_refuses(text: str) -> None:
+    with pytest.raises(ValueError, match="10/s or 600/min"):
+        parse_rate(text)
+
+
+@pytest.mark.parametrize(("total", "workers"), [(16, 2), (5, 3), (3, 3), (32, 6)])
+def test_worker_shares_add_up_to_the_budget(total: int, workers: int) -> None:
+    shares = [share_of(total, workers, i) for i in range(workers)]
+    assert sum(shares) == total and min(shares) >= 1 and max(shares) - min(shares) <= 1
+
+
+def test_async_system_inside_a_running_loop_is_one_error_naming_it() -> None:
+    class Async:
+        name = "my-async"
+
+        async def process(self, ex: dict) -> dict:
+            return {**ex, "response": "x"}
+
+    async def main() -> tuple:
+        return run_example(Async(), {"id": "1", "question": "q", "answer": "x"}, [])
+
+    row, _ = asyncio.run(main())
+    assert row.error is not None and "'my-async'" in row.error["message"]
+    assert "running event loop" in row.error["message"]
+
+
+def test_async_system_through_the_python_api() -> None:
+    class Async:
+        name = "async-echo"
+
+        async def process(self, ex: dict) -> dict:
+            await asyncio.sleep(0)
+            return {**ex, "response": ex["answer"]}
+
+    row, raised = run_example(Async(), {"id": "1", "question": "q", "answer": "x"}, [])
+    assert raised is None and row.error is None
+
+
+def test_runner_close_cancels_what_has_not_started() -> None:
+    runner = CallRunner(Budget(1))
+    gate = threading.Event()
+    ran: list[str] = []
+
+    class Slow:
+        name = "slow"
+
+    def first() -> None:
+        gate.wait()
+        ran.append("first")
+
+    runner.submit(first, system=Slow())
+    second = runner.submit(lambda: ran.append("second"), system=Slow())
+    while runner.in_flight == 0:  # the first call holds the one slot
+        threading.Event().wait(0.01)
+    threading.Timer(0.2, gate.set).start()
+    runner.close()
+    assert ran == ["first"]  # the call in flight was waited for; the other never ran
+    assert second.cancelled()
+    assert runner.running_threads == 0
+
+
+# --- the plugin -----------------------------------------------------------------------
+
+
+def test_results_are_those_of_a_serial_run(
+    conc: pytest.Pytester, mode_args: list[str]
+) -> None:
+    """Same ids, statuses, rows, order and gate as a serial run (minus timings)."""
+    docs = {}
+    outcomes = {}
+    for name, extra in (("serial", []), ("concurrent", ["--ctxbench-concurrency=4"])):
+        out = conc.path / f"{name}.json"
+        result = conc.runpytest(
+            *mode_args,
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-system=conc:jittery",
+            "--ctxbench-min-pass-rate=0.9",
+            f"--ctxbench-json={out}",
+            "-rA",
+            *extra,
+        )
+        outcomes[name] = result.parseoutcomes()
+        docs[name] = strip_timings(read_json(out))
+        assert result.ret == 1
+    assert docs["serial"] == docs["concurrent"]
+    assert outcomes["serial"] == outcomes["concurrent"]
+    ids = [r["example_id"] for r in docs["concurrent"]["rows"]]
+    assert ids == [f"q-{i}" for i in range(1, 17)]
+
+
+def test_proxy_calls_in_flight_never_exceed_the_budget(
+    conc: pytest.Pytester, server: FakeLLM, mode_args: list[str]
+) -> None:
+    result = conc.runpytest_subprocess(
+        *mode_args,
+        f"--ctxbench-proxy={server.base_url}",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-concurrency=4",
+        f"--ctxbench-json={conc.path / 'r.json'}",
+    )
+    result.assert_outcomes(passed=16)
+    assert len(server.requests) == 16
+    assert 1 < server.max_in_flight <= 4
+
+
+@pytest.mark.parametrize("system", ["http_sync", "http_async"])
+def test_user_systems_sync_and_async(
+    conc: pytest.Pytester, server: FakeLLM, system: str
+) -> None:
+    for extra in ([], ["-n", "2"]):
+        server.max_in_flight = 0
+        result = conc.runpytest_subprocess(
+            *extra,
+            f"--ctxbench-system=conc:{system}",
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-concurrency=3",
+        )
+        result.assert_outcomes(passed=16)
+        assert 1 < server.max_in_flight <= 3, extra
+
+
+def test_a_system_can_opt_out_of_parallel_calls(
+    conc: pytest.Pytester, server: FakeLLM
+) -> None:
+    result = conc.runpytest_subprocess(
+        "--ctxbench-system=conc:one_at_a_time",
+        "--ctxbench-system=conc:http_sync",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-concurrency=4",
+        "--ctxbench-limit=8",
+    )
+    result.assert_outcomes(passed=16)
+    one = [r for r in server.requests[:8]]
+    assert len(one) == 8
+    # the first 8 items are one_at_a_time's: the server saw them one by one
+    assert server.max_in_flight > 1  # http_sync's calls did run together
+
+
+def test_exitfirst_starts_nothing_more_and_leaves_nothing_running(
+    conc: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("CONC_DIR", str(marks))
+    # Under an outer `pytest -n 2` these name the outer worker; the run below has its
+    # own (or none).
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    result = conc.runpytest(
+        "-x",
+        "--ctxbench-system=conc:marks",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-concurrency=3",
+    )
+    assert result.ret == 1
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed") == 1 and outcomes.get("errors") == 1
+    started = {p.name.split("-", 1)[1] for p in marks.glob("started-*")}
+    ended = {p.name.split("-", 1)[1] for p in marks.glob("ended-*")}
+    assert started == ended  # every call that started has finished
+    assert "q-3" in started and len(started) < 16  # ahead, but not everything
+    # (the Python API's loop for async Systems, "ctxbench-async-systems", may live on)
+    assert not [t for t in threading.enumerate() if t.name.startswith("ctxbench-call")]
+
+
+@pytest.mark.parametrize("system", ["hang", "async_hang"])
+@pytest.mark.parametrize(
+    "concurrency", [[], ["--ctxbench-concurrency=2"]], ids=["serial", "concurrent"]
+)
+def test_a_call_past_the_timeout_is_that_examples_error(
+    conc: pytest.Pytester, system: str, concurrency: list[str]
+) -> None:
+    out = conc.path / "t.json"
+    result = conc.runpytest_subprocess(
+        f"--ctxbench-system=conc:{system}",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-limit=4",
+        "--ctxbench-timeout=0.5",
+        f"--ctxbench-json={out}",
+        *concurrency,
+        timeout=120,
+    )
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*CallTimeout*0.5s*"])
+    errors = {r["example_id"]: r["error"] for r in _rows(out) if r["error"]}
+    assert list(errors) == ["q-2"]
+    assert errors["q-2"]["type"].endswith("CallTimeout")
+    assert "--ctxbench-timeout=0.5s" in errors["q-2"]["message"]
+    assert sum(1 for r in _rows(out) if not r["error"]) == 3
+
+
+def test_collect_only_calls_nothing(conc: pytest.Pytester, server: FakeLLM) -> None:
+    result = conc.runpytest_subprocess(
+        f"--ctxbench-proxy={server.base_url}",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-concurrency=4",
+        "--co",
+    )
+    assert result.ret == 0
+    assert server.requests == []
+
+
+def test_keyword_selection_calls_only_the_selected(
+    conc: pytest.Pytester, server: FakeLLM
+) -> None:
+    result = conc.runpytest_subprocess(
+        f"--ctxbench-proxy={server.base_url}",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-concurrency=4",
+        "-k",
+        "q-7",
+    )
+    result.assert_outcomes(passed=1, deselected=15)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--ctxbench-concurrency=0"],
+            "--ctxbench-concurrency must be an integer >= 1, given: '0'",
+        ),
+        (
+            ["--ctxbench-concurrency=-3"],
+            "--ctxbench-concurrency must be an integer >= 1, given: '-3'",
+        ),
+        (
+            ["--ctxbench-concurrency=2.5"],
+            "--ctxbench-concurrency must be an integer >= 1, given: '2.5'",
+        ),
+        (
+            ["--ctxbench-rate-limit=fast"],
+            "--ctxbench-rate-limit must be a positive number of requests per second or per minute, such as 10/s or 600/min, given: 'fast'",
+        ),
+        (
+            ["--ctxbench-rate-limit=5/hour"],
+            "--ctxbench-rate-limit must be * given: '5/hour'",
+        ),
+        (
+            ["--ctxbench-timeout=0"],
+            "--ctxbench-timeout must be a number > 0, given: '0'",
+        ),
+        (
+            ["--ctxbench-timeout=soon"],
+            "--ctxbench-timeout must be a number > 0, given: 'soon'",
+        ),
+        (
+            ["--ctxbench-concurrency=1", "-n", "2"],
+            "--ctxbench-concurrency=1 is less than the 2 xdist workers*",
+        ),
+        (
+            ["--ctxbench-system=conc:bad_concurrency"],
+            "System 'bad-concurrency' has concurrency = 0; it must be a positive integer*",
+        ),
+    ],
+)
+def test_bad_values_are_one_usage_error(
+    conc: pytest.Pytester, args: list[str], message: str
+) -> None:
+    result = conc.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=conc:jittery", *args
+    )
+    assert result.ret == 4
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
+    assert len(errors) == 1, result.stderr.lines
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
+def test_ini_options(conc: pytest.Pytester, server: FakeLLM) -> None:
+    conc.makeini(
+        "[pytest]\npythonpath = .\nctxbench_concurrency = 3\nctxbench_rate_limit = 6000/min\n"
+        "ctxbench_timeout = 30\n"
+    )
+    result = conc.runpytest_subprocess(
+        f"--ctxbench-proxy={server.base_url}", "--ctxbench-dataset=qa.jsonl"
+    )
+    result.assert_outcomes(passed=16)
+    assert 1 < server.max_in_flight <= 3
+    conc.makeini("[pytest]\nctxbench_rate_limit = lots\n")
+    result = conc.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=conc:jittery"
+    )
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(
+        ["ERROR: ini option 'ctxbench_rate_limit' must be a positive number*"]
+    )
+
+
+def test_judge_calls_count_against_the_same_budget(
+    conc: pytest.Pytester, server: FakeLLM
+) -> None:
+    judged = {"n": 0}
+
+    def handler(request):
+        body = request.json or {}
+        if body.get("model") == "judge-model":
+            judged["n"] += 1
+            return Reply(text="Rating: 5", delay=0.05)
+        text = " ".join(str(m.get("content", "")) for m in request.messages)
+        match = QUESTION.search(text)
+        return Reply(text=f"city {match.group(1)}" if match else "?", delay=0.05)
+
+    server.set_handler(handler)
+    docs = []
+    for budget in ("2", "4"):
+        server.max_in_flight = 0
+        judged["n"] = 0
+        out = conc.path / f"judged-{budget}.json"
+        result = conc.runpytest_subprocess(
+            f"--ctxbench-proxy={server.base_url}",
+            f"--ctxbench-judge-url={server.base_url}",
+            "--ctxbench-judge-model=judge-model",
+            "--ctxbench-dataset=qa.jsonl",
+            f"--ctxbench-concurrency={budget}",
+            f"--ctxbench-json={out}",
+        )
+        result.assert_outcomes(passed=16)
+        assert judged["n"] == 16
+        assert 1 < server.max_in_flight <= int(budget)
+        docs.append(strip_timings(read_json(out)))
+        assert all(r["scores"]["judge_score"] == 1.0 for r in docs[-1]["rows"])
+    out = conc.path / "judged-serial.json"
+    conc.runpytest_subprocess(
+        f"--ctxbench-proxy={server.base_url}",
+        f"--ctxbench-judge-url={server.base_url}",
+        "--ctxbench-judge-model=judge-model",
+        "--ctxbench-dataset=qa.jsonl",
+        f"--ctxbench-json={out}",
+    ).assert_outcomes(passed=16)
+    assert docs[0] == docs[1] == strip_timings(read_json(out))
+
+
+def test_rate_limit_runs(conc: pytest.Pytester, server: FakeLLM) -> None:
+    result = conc.runpytest_subprocess(
+        f"--ctxbench-proxy={server.base_url}",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-concurrency=4",
+        "--ctxbench-rate-limit=6000/min",
+        "-n",
+        "2",
+    )
+    result.assert_outcomes(passed=16)
+    assert server.max_in_flight <= 4
+
+
+def test_report_json_is_unchanged_by_concurrency_with_a_proxy(
+    conc: pytest.Pytester, server: FakeLLM
+) -> None:
+    docs = []
+    for extra in (
+        [],
+        ["--ctxbench-concurrency=5"],
+        ["--ctxbench-concurrency=5", "-n", "2"],
+    ):
+        out = conc.path / "p.json"
+        conc.runpytest_subprocess(
+            f"--ctxbench-proxy={server.base_url}",
+            "--ctxbench-dataset=qa.jsonl",
+            f"--ctxbench-json={out}",
+            *extra,
+        ).assert_outcomes(passed=16)
+        docs.append(json.dumps(strip_timings(read_json(out)), sort_keys=True))
+    assert docs[0] == docs[1] == docs[2]
+
+
+# --- the async paths of the client, the proxy and the judges ------------------------
+
+
+def test_async_client_proxy_and_judges_match_the_sync_ones() -> None:
+    from pytest_context_bench.evaluators.judges import LLMJudge, MemoryJudge
+    from pytest_context_bench.llm import LLMClient, LLMError
+    from pytest_context_bench.systems import OpenAIProxy
+
+    def handler(request):
+        body = request.json or {}
+        if body.get("model") == "judge":
+            return "Rating: 4"
+        if body.get("model") == "memory":
+            return "YES"
+        return Reply(
+            text="r" + str(len(request.messages)),
+            usage={"prompt_tokens": 3, "completion_tokens": 1},
+        )
+
+    turns = [
+        {"role": "user", "content": "u1"},
+        {"role": "assistant", "content": "x"},
+        "u2",
+    ]
+    ex = {"id": "1", "question": "Q?", "answer": "A", "context": "c"}
+    with FakeLLM(handler=handler) as llm:
+        proxy = OpenAIProxy(llm.base_url, "m", system_prompt="S")
+        judge = LLMJudge(llm.base_url, model="judge")
+        memory = MemoryJudge(llm.base_url, model="memory")
+        sync = (
+            proxy.process(ex),
+            proxy.process_conversation(turns),
+            judge.score(ex, {"response": "A"}),
+            memory.score_details(ex, {"response": "A"}),
+            LLMClient(llm.base_url).embeddings(["a", "b"], "e"),
+        )
+        sync_messages = [r.messages for r in llm.requests]
+
+        async def main() -> tuple:
+            client = LLMClient(llm.base_url)
+            out = (
+                await proxy.aprocess(ex),
+                await proxy.aprocess_conversation(turns),
+                await judge.ascore(ex, {"response": "A"}),
+                await memory.ascore_details(ex, {"response": "A"}),
+                await client.aembeddings(["a", "b"], "e"),
+            )
+            await client.aclose()
+            await proxy.client.aclose()
+            return out
+
+        before = len(llm.requests)
+        assert asyncio.run(main()) == sync
+        assert [r.messages for r in llm.requests[before:]] == sync_messages
+        assert sync[0]["api_usage"] == {"prompt_tokens": 3, "completion_tokens": 1}
+        url = llm.base_url
+
+    async def unreachable() -> None:
+        await LLMClient(url, max_retries=1, retry_base_delay=0.001).achat([], "m")
+
+    with pytest.raises(LLMError, match="2 attempts"):
+        asyncio.run(unreachable())
+
+
+def test_async_client_is_built_once_per_loop() -> None:
+    from pytest_context_bench.llm import LLMClient
+
+    client = LLMClient("http://127.0.0.1:9")
+
+    async def twice() -> bool:
+        return client._async_client() is client._async_client()
+
+    assert asyncio.run(twice())
+    first = client._ahttp
+    asyncio.run(twice())
+    assert client._ahttp is not first  # another loop: another client
+
+
+def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
+    conc: pytest.Pytester, tmp_path: Path
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "CONC_DIR": str(marks)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-X",
+            "faulthandler",
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--ctxbench-system=conc:hang_mark",
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-concurrency=3",
+        ],
+        cwd=conc.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not (marks / "hanging").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=120)  # a hang here fails the test
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # faulthandler shows where it hangs
+            out, _ = proc.communicate(timeout=30)
+            pytest.fail(f"the run did not end after Ctrl-C:\n{out}")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2, out  # pytest's "interrupted"
+    assert "KeyboardInterrupt" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "shares"),
+    [
+        ([], {"main": [5, 12.0]}),
+        (["-n", "2"], {"gw0": [3, 6.0], "gw1": [2, 6.0]}),
+    ],
+)
+def test_budget_and_rate_are_split_between_workers(
+    conc: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args, shares
+) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("CONC_DIR", str(marks))
+    # Under an outer `pytest -n 2` these name the outer worker; the run below has its
+    # own (or none).
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    result = conc.runpytest_subprocess(
+        *args,
+        "--ctxbench-system=conc:limits",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-concurrency=5",
+        "--ctxbench-rate-limit=720/min",
+    )
+    result.assert_outcomes(passed=16)
+    seen = {p.stem: json.loads(p.read_text()) for p in marks.glob("*.json")}
+    assert {k: [v[0], pytest.approx(v[1])] for k, v in seen.items()} == shares

@@ -1,0 +1,315 @@
+"""The docs run: every Python block of README.md and docs/*.md is executed, and the
+quickstart's pytest transcripts are run and compared with what they show.
+
+A block that is illustrative only has ``<!-- skip: next -->`` on the line before
+it. The blocks of one page run in order, in one namespace, in a folder holding the
+quickstart's project (``data/qa.jsonl``, ``mysystems.py``, ``pyproject.toml``, taken
+from docs/quickstart.md itself) and a JSON report of it (``report.json``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sybil import Region, Sybil
+from sybil.example import SybilFailure
+from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+QUICKSTART = ROOT / "docs" / "quickstart.md"
+_FENCE = re.compile(r"^(`{3,})(\w*)\n(.*?)^\1$", re.MULTILINE | re.DOTALL)
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    """The fenced blocks of a page: (language, body)."""
+    return [(m.group(2), m.group(3)) for m in _FENCE.finditer(text)]
+
+
+def quickstart_project(folder: Path) -> Path:
+    """Write the quickstart's project (its data, Systems and ini) into ``folder``."""
+    text = QUICKSTART.read_text(encoding="utf-8")
+    blocks = _blocks(text)
+    data = next(b for lang, b in blocks if not lang and b.startswith('{"id": "france"'))
+    systems = next(
+        b for lang, b in blocks if lang == "python" and "class CapitalReader" in b
+    )
+    ini = next(b for lang, b in blocks if lang == "toml" and 'pythonpath = ["."]' in b)
+    (folder / "data").mkdir(exist_ok=True)
+    (folder / "data" / "qa.jsonl").write_text(data, encoding="utf-8")
+    (folder / "mysystems.py").write_text(systems, encoding="utf-8")
+    (folder / "pyproject.toml").write_text(ini, encoding="utf-8")
+    return folder
+
+
+# ------------------------------------------------------------------ the parsers
+
+_DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:µs|ms|s)\b")
+_HEADER = ("platform ", "cachedir:", "rootdir:", "plugins:", "configfile:")
+_DIRECTORY = re.compile(r"~?(?:/[\w.~-]+)+/")
+_PROGRESS = re.compile(r"^(?:[\w/.:-]+ )?[.bEFsx]+ +\[ *\d+%\]$")
+_COMMIT = re.compile(r"\(commit [0-9a-f]+\)")
+#: A plain fenced block right after the end of another (blank lines between).
+_NEXT_PLAIN = re.compile(
+    r"[ \t]*\n(?:[ \t]*\n)*(`{3,})\n(.*?)^\1[ \t]*$", re.MULTILINE | re.DOTALL
+)
+_TRANSCRIPT = re.compile(
+    r"^```\n(pytest [^\n]*)\n```[ \t]*\n(?:[ \t]*\n)*```\n(.*?)^```[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+_FILE = re.compile(
+    r"^<!-- (file|append): (\S+) -->[ \t]*\n(`{3,})[^\n]*\n(.*?)^\3[ \t]*$",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+def normalise(output: str) -> list[str]:
+    """Text without what changes from run to run or machine to machine: pytest's
+    header lines (paths, versions), directories, commits, durations, column widths
+    and rules, and the progress lines (their order varies under xdist)."""
+    lines = []
+    for line in output.strip().splitlines():
+        if line.startswith(_HEADER) or _PROGRESS.match(line.strip()):
+            continue
+        line = _COMMIT.sub("(commit <c>)", line)
+        line = _DURATION.sub("<t>", line)
+        line = _DIRECTORY.sub("<dir>/", line)
+        line = re.sub(r"-{2,}", "--", line)
+        line = re.sub(r"={2,}", "==", line)
+        lines.append(" ".join(line.split()))
+    return lines
+
+
+def _same(got: str, shown: str) -> bool:
+    """Equal lines; a shown line ending in ``...`` stands for any line it begins."""
+    if shown.endswith("..."):
+        return got.startswith(shown[:-3].rstrip())
+    return got == shown
+
+
+def _contains(got: list[str], shown: list[str]) -> bool:
+    """``shown`` is a contiguous run of ``got`` (a page may show part of an output)."""
+    return any(
+        all(_same(g, w) for g, w in zip(got[i : i + len(shown)], shown))
+        for i in range(len(got) - len(shown) + 1)
+    )
+
+
+class PythonWithOutputParser:
+    """Sybil's Python code blocks; when a plain block follows one directly, it is
+    what the block prints, and the printed text is compared with it."""
+
+    def __init__(self) -> None:
+        self._inner = PythonCodeBlockParser()
+
+    def __call__(self, document: Any) -> Iterable[Region]:
+        for region in self._inner(document):
+            shown = _NEXT_PLAIN.match(document.text, region.end)
+            if shown is not None and isinstance(region.parsed, str):
+                text = shown.group(2)
+                if not text.startswith(("pytest ", "pip ", "$ ")):
+                    region.evaluator = _printing(region.evaluator, text)
+            yield region
+
+
+def _printing(inner: Any, shown: str) -> Any:
+    def evaluate(example: Any) -> str | None:
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            result = inner(example)
+        if result:
+            return str(result)
+        if normalise(buffer.getvalue()) != normalise(shown):
+            return f"the block printed:\n{buffer.getvalue()}\nthe page shows:\n{shown}"
+        return None
+
+    return evaluate
+
+
+class FileParser:
+    """``<!-- file: NAME -->`` before a block: the block is written to NAME in the
+    page's project (a conftest.py, a test module), for the commands after it;
+    ``<!-- append: NAME -->`` adds it to the end of NAME."""
+
+    def __call__(self, document: Any) -> Iterable[Region]:
+        for m in _FILE.finditer(document.text):
+            end = document.text.index("\n", m.start())
+            yield Region(
+                m.start(), end, (m.group(1), m.group(2), m.group(4)), _write_file
+            )
+
+
+def _write_file(example: Any) -> None:
+    how, name, content = example.parsed
+    path = example.namespace["__project__"] / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if how == "append":
+        content = path.read_text(encoding="utf-8") + "\n\n" + content
+    path.write_text(content, encoding="utf-8")
+
+
+class TranscriptParser:
+    """A block holding one ``pytest ...`` command, followed by a block of its output:
+    the command runs in the page's project, and the output shown must appear in what
+    it prints (timings, paths and column widths aside)."""
+
+    def __call__(self, document: Any) -> Iterable[Region]:
+        for m in _TRANSCRIPT.finditer(document.text):
+            yield Region(m.start(), m.end(), (m.group(1), m.group(2)), _run_transcript)
+
+
+def _run_transcript(example: Any) -> str | None:
+    command, shown = example.parsed
+    got = run_pytest(command, example.namespace["__project__"])
+    if not _contains(normalise(got), normalise(shown)):
+        return f"`{command}` printed:\n{got}\nthe page shows:\n{shown}"
+    return None
+
+
+def run_pytest(command: str, folder: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["COLUMNS"] = "80"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            *shlex.split(command)[1:],
+        ],
+        cwd=folder,
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
+    )
+    return done.stdout + done.stderr
+
+
+DOCS = Sybil(
+    parsers=[PythonWithOutputParser(), FileParser(), TranscriptParser(), SkipParser()]
+)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = quickstart_project(tmp_path)
+    if "report.json" in page.read_text(encoding="utf-8"):
+        run_pytest(
+            "pytest -q --ctxbench-dataset=data/qa.jsonl --ctxbench-system=mysystems:reader"
+            " --ctxbench-system=mysystems:trimmer"
+            " --ctxbench-json=report.json",
+            project,
+        )
+    monkeypatch.chdir(project)
+    monkeypatch.syspath_prepend(str(project))
+    for name in ("mysystems", "conftest", "test_bench"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    document = DOCS.parse(page)
+    document.namespace["__project__"] = project
+    failures = []
+    for example in document:
+        try:
+            example.evaluate()
+        except SybilFailure as failure:
+            failures.append(f"{page.name}, line {example.line}: {failure.result}")
+    assert not failures, "\n\n".join(failures)
+
+
+def test_the_quickstart_transcripts_are_checked() -> None:
+    assert len(list(_TRANSCRIPT.finditer(QUICKSTART.read_text(encoding="utf-8")))) >= 3
+
+
+# ----------------------------------------------------------- the example project
+
+EXAMPLE = ROOT / "example_project"
+_EXAMPLE_OUTPUT = re.compile(
+    r"^```\n\$ pytest -n 2\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL
+)
+
+
+def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
+    """README.md, docs/reports.md and the example's README show `pytest -n 2` in
+    example_project: run it."""
+    project = tmp_path / "example_project"
+    shutil.copytree(
+        EXAMPLE,
+        project,
+        ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__"),
+    )
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))
+    }
+    env.pop("LOCAL_LLM_PORT", None)
+    env["COLUMNS"] = "80"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"],
+        cwd=project,
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = normalise(done.stdout)
+    for page in (
+        ROOT / "README.md",
+        ROOT / "docs" / "reports.md",
+        EXAMPLE / "README.md",
+    ):
+        shown = _EXAMPLE_OUTPUT.findall(page.read_text(encoding="utf-8"))
+        assert len(shown) == 1, page
+        assert _contains(got, normalise(shown[0])), (
+            f"{page.name} shows:\n{shown[0]}\nthe run printed:\n{done.stdout}"
+        )
+
+
+# ------------------------------------------------------- numbers that come from code
+
+
+def test_readme_dataset_count_is_the_registrys() -> None:
+    from pytest_context_bench.datasets import available
+
+    count = re.search(r"lists all (\d+)\.", (ROOT / "README.md").read_text()).group(1)
+    assert int(count) == len(available())
+
+
+def test_every_option_is_in_the_options_page() -> None:
+    from pytest_context_bench.plugin.options import OPTIONS
+
+    page = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
+    missing = [o.flag for o in OPTIONS if f"`{o.flag}" not in page]
+    missing += [o.ini for o in OPTIONS if o.ini not in page]
+    assert OPTIONS and missing == []
+
+
+def test_every_option_the_docs_name_exists() -> None:
+    from pytest_context_bench.plugin.options import OPTIONS
+
+    flags = {o.flag for o in OPTIONS}
+    named = {
+        (page.name, flag)
+        for page in PAGES
+        for flag in re.findall(
+            r"--ctxbench-[a-z0-9-]*[a-z0-9]", page.read_text(encoding="utf-8")
+        )
+    }
+    # "--ctxbench-code-*" names a family of options.
+    unknown = [
+        (page, flag)
+        for page, flag in named
+        if flag not in flags and not any(f.startswith(flag + "-") for f in flags)
+    ]
+    assert sorted(unknown) == []
