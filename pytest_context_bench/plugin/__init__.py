@@ -634,9 +634,12 @@ def _attach(
 
 def _suite_wire(spec: SuiteSpec, state: State) -> dict[str, Any]:
     """How a suite is scored and gated, with the suite labels it will produce."""
-    labels = {spec.suite_label(s.name): s.name for s in state.systems}
-    if not labels and spec.default_system is not None:
+    # A marked test's rows land in its own suite, whatever Systems the command line
+    # names: only a suite without a default system runs over those.
+    if spec.default_system is not None:
         labels = {spec.origin: spec.default_system}
+    else:
+        labels = {spec.suite_label(s.name): s.name for s in state.systems}
     return ensure_wire_safe({**spec.wire(), "labels": labels})  # type: ignore[no-any-return]
 
 
