@@ -26,21 +26,10 @@ from typing import Any
 
 from .errors import ConfigError
 from .report.run import Record, RunReport, SuiteInfo, build_run_report
-from .results import EvalRow
+from .results import ROW_FIELDS, EvalRow
 
 __all__ = ["MergedRun", "Shard", "load_shard", "merge_shards"]
 
-_ROW_FIELDS = (
-    "system",
-    "example_id",
-    "dataset",
-    "scores",
-    "input_tokens",
-    "output_tokens",
-    "latency",
-    "metadata",
-    "error",
-)
 # Options that may differ between the shards of one run.
 _PER_SHARD_OPTIONS = ("shard",)
 
@@ -289,7 +278,7 @@ def merge_shards(
                     origin=str(suite["origin"]),
                     order=tuple(int(x) for x in row["order"]),
                     status=str(row["status"]),
-                    row=EvalRow.from_dict({k: row[k] for k in _ROW_FIELDS}),
+                    row=EvalRow.from_dict({k: row[k] for k in ROW_FIELDS}),
                     io=(
                         {k: str(row[k]) for k in ("response", "reference") if k in row}
                         or None
