@@ -56,7 +56,14 @@ def quickstart_project(folder: Path) -> Path:
 # ------------------------------------------------------------------ the parsers
 
 _DURATION = re.compile(r"\b\d+(?:\.\d+)?(?:µs|ms|s)\b")
-_HEADER = ("platform ", "cachedir:", "rootdir:", "plugins:", "configfile:")
+_HEADER = (
+    "platform ",
+    "cachedir:",
+    "rootdir:",
+    "plugins:",
+    "configfile:",
+    "hypothesis profile ",
+)
 _DIRECTORY = re.compile(r"~?(?:/[\w.~-]+)+/")
 _PROGRESS = re.compile(r"^(?:[\w/.:-]+ )?[.bEFsx]+ +\[ *\d+%\]$")
 _COMMIT = re.compile(r"\(commit [0-9a-f]+\)")
