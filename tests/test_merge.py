@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,6 +87,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _pytest(
         d,
         "--ctxbench-json=full.json",
+        "--ctxbench-markdown=full.md",
         "--ctxbench-min-pass-rate=0.7",
         "--ctxbench-baseline=base.json",
         "--ctxbench-max-drop=pass_rate:0.05",
@@ -374,3 +376,76 @@ def test_merged_baseline_is_the_unsharded_baseline(
             assert strip(merged[key]) == strip(single[key])
         else:
             assert merged[key] == single[key], key
+
+
+def test_merge_writes_the_views_of_one_run(
+    runs: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--html and --markdown are the views a pytest run writes (its Markdown is the
+    unsharded run's, timings aside), and the Markdown goes to the step summary."""
+    shards = [str(runs / f"shard-{i}.json") for i in range(1, 5)]
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("earlier step\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    html, md, out = tmp_path / "new" / "m.html", tmp_path / "m.md", tmp_path / "m.json"
+    gates = [
+        "--ctxbench-min-pass-rate=0.7",
+        f"--baseline={runs / 'base.json'}",
+        "--ctxbench-max-drop=pass_rate:0.05",
+    ]
+    args = ["merge", *shards, "--json", str(out), "--html", str(html)]
+    status = main([*args, "--markdown", str(md), *gates])
+    text = capsys.readouterr().out
+    assert status == 1
+    assert f"HTML report: {html}" in text and f"Markdown summary: {md}" in text
+
+    def untimed(markdown: str) -> list[str]:
+        stamp = re.compile(r"\d{4}-\d\d-\d\dT[\d:]+[+-]\d\d:\d\d")
+        duration = re.compile(r"\b\d+(?:\.\d+)?(?:µs|ms|s)\b")
+        return [
+            duration.sub("<t>", stamp.sub("<time>", line))
+            for line in markdown.splitlines()
+        ]
+
+    assert untimed(md.read_text()) == untimed((runs / "full.md").read_text())
+    assert summary.read_text() == "earlier step\n" + md.read_text() + "\n"
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "min_pass_rate" in page
+    # The step summary can be turned off, as in a pytest run.
+    summary.write_text("")
+    main([*args, "--ctxbench-no-step-summary", *gates])
+    capsys.readouterr()
+    assert summary.read_text() == ""
+
+
+@pytest.mark.parametrize(
+    "outputs, message",
+    [
+        (["--html", "{shard}"], "--html={shard} is one of the shards"),
+        (["--markdown", "{base}"], "is the baseline (--ctxbench-baseline)"),
+        (["--html", "{d}/v", "--markdown", "{d}/v"], "--markdown and --html name"),
+        (["--html", "{shard}/r.html"], "--html={shard}/r.html: {shard} is not a dir"),
+        (["--markdown", "{d}"], "--markdown must be a file path, given a directory"),
+    ],
+)
+def test_merge_views_refused_before_anything_is_written(
+    runs: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    outputs: list[str],
+    message: str,
+) -> None:
+    shard = str(runs / "shard-1.json")
+    fill = {"shard": shard, "base": str(runs / "base.json"), "d": str(tmp_path)}
+    shards = [str(runs / f"shard-{i}.json") for i in range(1, 5)]
+    before = {p: Path(p).read_bytes() for p in [*shards, fill["base"]]}
+    args = [o.format(**fill) for o in outputs]
+    status = main(["merge", *shards, "--baseline", fill["base"], *args])
+    err = capsys.readouterr().err.strip()
+    assert status == 4 and len(err.splitlines()) == 1, err
+    assert message.format(**fill) in err
+    assert {p: Path(p).read_bytes() for p in before} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

@@ -2,12 +2,16 @@
 
 ::
 
-    ctxbench merge shard-*.json --json merged.json [--ctxbench-min-pass-rate=0.8 ...]
+    ctxbench merge shard-*.json --json merged.json [--html report.html]
+        [--markdown summary.md] [--ctxbench-min-pass-rate=0.8 ...]
         [--ctxbench-baseline=base.json --ctxbench-max-drop=pass_rate:0.02]
 
 Every metric, interval and gate is recomputed from the rows, as one unsharded run
 would (see :mod:`pytest_context_bench.merge`); the gate options have the names and
-meanings of the pytest options and replace the limits the shards ran with. Exit 0
+meanings of the pytest options and replace the limits the shards ran with. The
+HTML and Markdown views are those of a pytest run (``--ctxbench-html``,
+``--ctxbench-markdown``), and the Markdown is appended to ``$GITHUB_STEP_SUMMARY``
+when that is set, as a run does. Exit 0
 when every gate passes, 1 when one fails, 4 (one line on stderr, nothing written)
 when the shards do not make one run or an argument is bad.
 """
@@ -16,8 +20,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..errors import CtxBenchError
 
@@ -46,6 +53,25 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         dest="json_path",
         metavar="PATH",
         help="Write the merged JSON report to PATH",
+    )
+    parser.add_argument(
+        "--html",
+        dest="html_path",
+        metavar="PATH",
+        help="Write the merged run's HTML report to PATH (as --ctxbench-html)",
+    )
+    parser.add_argument(
+        "--markdown",
+        dest="markdown_path",
+        metavar="PATH",
+        help="Write the merged run's Markdown summary to PATH (as --ctxbench-markdown)",
+    )
+    parser.add_argument(
+        "--ctxbench-no-step-summary",
+        "--no-step-summary",
+        dest="no_step_summary",
+        action="store_true",
+        help="Do not append the Markdown summary to $GITHUB_STEP_SUMMARY",
     )
     for name, (flag, *_rest) in _GATES.items():
         parser.add_argument(
@@ -99,6 +125,60 @@ class _Usage(Exception):
     pass
 
 
+_OUTPUTS = (
+    ("json_path", "--json"),
+    ("html_path", "--html"),
+    ("markdown_path", "--markdown"),
+    ("save_baseline", "--ctxbench-save-baseline"),
+)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """No output overwrites a shard, the baseline or another output, and each can be
+    created: checked before anything is read or written."""
+    inputs = {Path(p).resolve(): "one of the shards" for p in args.shards}
+    if args.baseline is not None:
+        inputs[Path(args.baseline).resolve()] = "the baseline (--ctxbench-baseline)"
+    taken: dict[Path, str] = {}
+    for dest, flag in _OUTPUTS:
+        out = getattr(args, dest)
+        if out is None:
+            continue
+        real = Path(out).resolve()
+        if real in inputs:
+            raise _Usage(f"{flag}={out} is {inputs[real]}; write the output elsewhere")
+        if real in taken:
+            raise _Usage(
+                f"{flag} and {taken[real]} name the same file ({out}); give each"
+                " output its own path"
+            )
+        taken[real] = flag
+        if real.is_dir():
+            raise _Usage(f"{flag} must be a file path, given a directory: {out}")
+        existing = real.parent
+        while not existing.exists() and existing.parent != existing:
+            existing = existing.parent  # missing directories are created
+        if not existing.is_dir():
+            raise _Usage(f"{flag}={out}: {existing} is not a directory")
+
+
+def _html(doc: dict[str, Any]) -> str:
+    from ..report.html import render_html
+
+    return render_html(doc)
+
+
+def _append(path: Path, text: str) -> None:
+    """GitHub's step summary is appended to, as its docs ask."""
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+
+
+def _step_summary(args: argparse.Namespace) -> str | None:
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    return path if path and not args.no_step_summary else None
+
+
 def _number(raw: str, flag: str, lo: float, hi: float, open_lo: bool) -> float:
     try:
         value = float(raw)
@@ -123,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from .. import __version__
+    from .._files import atomic_write_text
     from ..baseline import load_baseline, parse_tolerance, write_baseline
     from ..merge import load_shard, merge_shards
     from ..report import render_lines, to_json_dict, write_json
@@ -138,12 +219,7 @@ def _run(args: argparse.Namespace) -> int:
     max_drops = dict(parse_tolerance(spec) for spec in args.max_drop)
     if max_drops and args.baseline is None:
         raise _Usage("--ctxbench-max-drop needs --ctxbench-baseline=PATH")
-    inputs = {Path(p).resolve() for p in args.shards}
-    for out in (args.json_path, args.save_baseline):
-        if out is not None and Path(out).resolve() in inputs:
-            raise _Usage(
-                f"{out} is one of the shards; write the merged report elsewhere"
-            )
+    _check_outputs(args)
     shards = [load_shard(p) for p in args.shards]
     baseline = load_baseline(args.baseline) if args.baseline is not None else None
     merged = merge_shards(shards, limits)
@@ -175,9 +251,35 @@ def _run(args: argparse.Namespace) -> int:
     if verdict.baseline_error is not None:
         lines.append(verdict.baseline_error)
         status = 1
-    if args.json_path is not None:
-        write_json(doc, Path(args.json_path))
-        lines.append(f"JSON report: {args.json_path}")
+    # Every view is rendered before anything is written.
+    step_summary = _step_summary(args)
+    markdown = None
+    if args.markdown_path is not None or step_summary is not None:
+        from ..report.markdown import render_markdown
+
+        markdown = render_markdown(doc)
+    html = _html(doc) if args.html_path is not None else ""
+    writes: list[tuple[str, str | None, Callable[[Path], None]]] = [
+        ("JSON report", args.json_path, lambda path: write_json(doc, path)),
+        ("HTML report", args.html_path, lambda path: atomic_write_text(path, html)),
+        (
+            "Markdown summary",
+            args.markdown_path,
+            lambda path: atomic_write_text(path, markdown or ""),
+        ),
+        ("step summary", step_summary, lambda path: _append(path, markdown or "")),
+    ]
+    for what, out, write in writes:
+        if out is None:
+            continue
+        try:
+            write(Path(out))
+        except OSError as exc:
+            lines.append(f"could not write the {what} to {out}: {exc.strerror or exc}")
+            status = 1
+        else:
+            if what != "step summary":
+                lines.append(f"{what}: {out}")
     if args.save_baseline is not None:
         if not report.completeness.get("complete", True):
             lines.append(
