@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from types import TracebackType
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -79,21 +79,31 @@ def normalize_base_url(base_url: str) -> str:
 
     ``http://h:8000``, ``http://h:8000/`` and ``http://h:8000/v1`` all give
     ``http://h:8000/v1``; a base already ending in ``/vN`` is kept (upstream appended
-    ``/v1`` blindly and produced ``/v1/v1``).
+    ``/v1`` blindly and produced ``/v1/v1``). A query string (``?api-version=...``,
+    as Azure OpenAI asks) is kept, and every request URL carries it
+    (:func:`endpoint_url`).
 
     :param base_url: the URL the user gave.
     :raises ValueError: when it is not an http(s) URL.
     """
-    url = base_url.strip().rstrip("/")
-    parts = urlsplit(url)
+    parts = urlsplit(base_url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(
             f"LLM base URL {display_url(base_url)!r} is not an http(s) URL;"
             " give e.g. 'http://localhost:8000' or 'https://api.openai.com/v1'."
         )
-    if re.search(r"/v\d+$", parts.path):
-        return url
-    return url + "/v1"
+    path = parts.path.rstrip("/")
+    if not re.search(r"/v\d+$", path):
+        path += "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def endpoint_url(base_url: str, endpoint: str) -> str:
+    """The URL of ``endpoint`` (``"chat/completions"``) under a normalised
+    ``base_url``, its query string kept."""
+    parts = urlsplit(base_url)
+    path = f"{parts.path}/{endpoint.strip('/')}"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def display_url(url: str) -> str:
@@ -313,7 +323,7 @@ class LLMClient:
         :raises LLMError: on any failure, after the retries when it is retryable.
         """
         body: dict[str, Any] = {"model": model, "messages": list(messages), **params}
-        url = self.base_url + "/chat/completions"
+        url = endpoint_url(self.base_url, "chat/completions")
         data, attempts = self._post(url, body)
         return self._chat_result(url, data, attempts)
 
@@ -323,7 +333,7 @@ class LLMClient:
         """:meth:`chat` for coroutines (one pooled :class:`httpx.AsyncClient` per
         event loop; the same retries, errors and redaction)."""
         body: dict[str, Any] = {"model": model, "messages": list(messages), **params}
-        url = self.base_url + "/chat/completions"
+        url = endpoint_url(self.base_url, "chat/completions")
         data, attempts = await self._apost(url, body)
         return self._chat_result(url, data, attempts)
 
@@ -401,13 +411,13 @@ class LLMClient:
         :returns: one vector per text, in the order of ``texts``.
         :raises LLMError: on any failure, or when the reply has not one vector per text.
         """
-        url = self.base_url + "/embeddings"
+        url = endpoint_url(self.base_url, "embeddings")
         data, attempts = self._post(url, {"model": model, "input": list(texts)})
         return self._vectors(url, data, attempts, len(texts))
 
     async def aembeddings(self, texts: Sequence[str], model: str) -> list[list[float]]:
         """:meth:`embeddings` for coroutines."""
-        url = self.base_url + "/embeddings"
+        url = endpoint_url(self.base_url, "embeddings")
         data, attempts = await self._apost(url, {"model": model, "input": list(texts)})
         return self._vectors(url, data, attempts, len(texts))
 

@@ -61,7 +61,22 @@ def test_base_url_with_or_without_v1(llm: FakeLLM, suffix: str) -> None:
     assert [r.path for r in llm.requests] == ["/v1/chat/completions", "/v1/embeddings"]
 
 
+def test_a_query_string_in_the_base_url_is_kept(llm: FakeLLM) -> None:
+    """Azure OpenAI's ``?api-version=``: every request carries it, the path is the
+    API's (it used to be appended after the query)."""
+    c = client(llm.base_url + "/v1/?api-version=2024-10-21")
+    c.chat(MSG, "m")
+    c.embeddings(["a"], "e")
+    got = [(r.path, r.query) for r in llm.requests]
+    assert got == [
+        ("/v1/chat/completions", "api-version=2024-10-21"),
+        ("/v1/embeddings", "api-version=2024-10-21"),
+    ]
+
+
 def test_normalize_and_display_url() -> None:
+    assert normalize_base_url("http://h:1?a=b") == "http://h:1/v1?a=b"
+    assert normalize_base_url("http://h:1/x/#frag") == "http://h:1/x/v1"
     assert normalize_base_url("http://h:1") == "http://h:1/v1"
     assert normalize_base_url("https://x/openai/v1/") == "https://x/openai/v1"
     assert normalize_base_url("http://h:1/v2") == "http://h:1/v2"

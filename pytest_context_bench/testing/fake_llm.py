@@ -76,6 +76,7 @@ class RecordedRequest:
     :param headers: the request headers, names lower-cased.
     :param json: the parsed JSON body, or ``None`` when it was not JSON.
     :param client_port: the client's source port (one per pooled connection).
+    :param query: the query string, without ``?`` (``""`` when there is none).
     """
 
     method: str
@@ -83,6 +84,7 @@ class RecordedRequest:
     headers: dict[str, str]
     json: Any
     client_port: int
+    query: str = ""
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -324,13 +326,14 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 parsed: Any = json.loads(raw) if raw else None
             except ValueError:
                 parsed = None
-            path = self.path.split("?", 1)[0]
+            path, _, query = self.path.partition("?")
             request = RecordedRequest(
                 method=self.command,
                 path=path,
                 headers={k.lower(): v for k, v in self.headers.items()},
                 json=parsed,
                 client_port=int(self.client_address[1]),
+                query=query,
             )
             reply = owner._next_reply(request)
             self._counted = True
