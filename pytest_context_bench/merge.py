@@ -60,62 +60,16 @@ class MergedRun:
 
 
 def load_shard(path: str | os.PathLike[str]) -> Shard:
-    """Read one shard report and check it is a complete, current JSON report.
+    """Read one shard report and check it is a complete, current JSON report
+    (:func:`~pytest_context_bench.report.json_report.load_report`, the reader of
+    every command) whose rows carry their place in the unsharded run.
 
     :raises ConfigError: one line naming the file and what is wrong.
     """
-    from .baseline import BASELINE_KIND
-    from .report.json_report import SCHEMA_VERSION, load_schema
+    from .report.json_report import load_report
 
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"shard {p}: no such file.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(
-            f"shard {p}: cannot be read ({getattr(exc, 'strerror', None) or exc})."
-        ) from None
-    if not text.strip():
-        raise ConfigError(
-            f"shard {p} is empty (did its job die before writing the report?); re-run that job."
-        )
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"shard {p} is not valid JSON (truncated?): {exc.msg} at line {exc.lineno}"
-            f" column {exc.colno}; re-run that job."
-        ) from None
-    if not isinstance(doc, dict):
-        raise ConfigError(
-            f"shard {p} is not a pytest-context-bench JSON report (not an object)."
-        )
-    if doc.get("kind") == BASELINE_KIND:
-        raise ConfigError(
-            f"shard {p} is a baseline file, not a JSON report (--ctxbench-json); pass"
-            " a baseline with --ctxbench-baseline."
-        )
-    version = doc.get("schema_version")
-    if (
-        isinstance(version, int)
-        and not isinstance(version, bool)
-        and version > SCHEMA_VERSION
-    ):
-        raise ConfigError(
-            f"shard {p} has schema_version {version}, newer than this pytest-context-bench"
-            f" reads ({SCHEMA_VERSION}); upgrade pytest-context-bench to merge it."
-        )
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(load_schema()).iter_errors(doc)
-    )
-    if error is not None:
-        where = "/".join(str(x) for x in error.absolute_path) or "the top level"
-        raise ConfigError(
-            f"shard {p} is not a pytest-context-bench JSON report: {error.message} at {where}."
-        )
+    doc = load_report(p, role="shard", fix="re-run that job")
     if any("order" not in row for row in doc["rows"]):
         raise ConfigError(
             f"shard {p} has rows without their 'order' (written by an older"

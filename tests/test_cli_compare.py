@@ -141,7 +141,7 @@ def test_bad_reports_are_one_line_and_exit_4(
         ),
         "not a report": (
             _bad(tmp_path, "x.json", json.dumps({**doc, "rows": "nope"})),
-            "not a valid pytest-context-bench report (at rows",
+            "is not a valid pytest-context-bench report (rows: ",
         ),
         "a list": (_bad(tmp_path, "l.json", "[1, 2]"), "holds a JSON list"),
         "missing": (tmp_path / "nope.json", "no such file"),

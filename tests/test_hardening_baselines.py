@@ -99,12 +99,12 @@ def _report(pytester: pytest.Pytester) -> Path:
 
 REPORT_CASES: list[tuple[Mutation, str]] = [
     (_dup, r"rows\[3\] .* repeats rows\[0\]"),
-    (_set("example_id", None), r"rows\[1\]\['example_id'\] is invalid"),
+    (_set("example_id", None), r"report \(rows\[1\]\['example_id'\]: "),
     (_score("inf"), r"rows\[1\] .*score 'f1' = 'inf'"),
     (_set("suite", "nope"), r"rows\[1\] .*suite that 'suites' does not list"),
     (
         lambda d: d.pop("rows"),
-        r"the document is invalid \('rows' is a required property",
+        r"report \(the document: 'rows' is a required property",
     ),
 ]
 

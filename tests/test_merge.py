@@ -218,16 +218,26 @@ def test_refused_inputs(
     (tmp_path / "trunc.json").write_text(text[: len(text) // 2])
     (tmp_path / "garbage.json").write_text("\x00not json at all")
     (tmp_path / "empty.json").write_text("")
+    nan = tmp_path / "nan.json"
+    nan.write_text(
+        (runs / "shard-2.json")
+        .read_text()
+        .replace('"error_rate": 0.0', '"error_rate": NaN', 1)
+    )
+    assert "NaN" in nan.read_text()
     cases = [
         ([s[1], s[2], s[3]], "shard 4/4 is missing (given: 1/4, 2/4, 3/4)"),
         ([s[1], s[2], s[2], s[3], s[4]], f"shard 2/4 given twice: {s[2]} and {s[2]}"),
         (
             [str(tmp_path / "trunc.json"), s[2], s[3], s[4]],
-            "is not valid JSON (truncated?)",
+            "is not valid JSON (line 1",
         ),
-        ([str(tmp_path / "garbage.json"), s[2]], "garbage.json is not valid JSON"),
-        ([str(tmp_path / "empty.json"), s[2]], "empty.json is empty"),
-        ([str(runs / "base.json"), s[2]], "is a baseline file, not a JSON report"),
+        ([str(tmp_path / "garbage.json"), s[2]], "garbage.json: is not valid JSON"),
+        ([str(tmp_path / "empty.json"), s[2]], "empty.json: is empty"),
+        (
+            [str(runs / "base.json"), s[2]],
+            "is a baseline file (--ctxbench-save-baseline), not a JSON report",
+        ),
         ([str(tmp_path / "nope.json")], "nope.json: no such file"),
         (
             [
@@ -325,6 +335,17 @@ def test_refused_inputs(
             "is incomplete (interrupted); re-run that job",
         ),
         ([s[1], s[2], s[3], s[4], str(runs / "full.json")], "full.json is not a shard"),
+        # The hardened reader of every command: a repeated row, a literal NaN.
+        (
+            [
+                s[1],
+                _variant(
+                    runs, tmp_path, "dup.json", lambda d: d["rows"].append(d["rows"][0])
+                ),
+            ],
+            "dup.json: rows[",
+        ),
+        ([s[1], str(nan)], "nan.json: cannot be used: "),
     ]
     for args, expected in cases:
         err = _bad(tmp_path, capsys, *args)

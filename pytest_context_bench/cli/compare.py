@@ -65,7 +65,8 @@ def _flag(metric: dict[str, object]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..report.compare import compare_reports, load_report
+    from ..report import load_report
+    from ..report.compare import compare_reports
 
     if not 0 < args.confidence < 1:
         return _fail(

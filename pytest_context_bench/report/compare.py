@@ -1,8 +1,7 @@
 """Two JSON reports compared, suite by suite and example by example. Pure.
 
-:func:`load_report` reads and validates a ``--ctxbench-json`` file (one
-:class:`~pytest_context_bench.errors.ConfigError` naming the file and what is wrong
-when it is not one). :func:`compare_reports` matches the suites present in both by
+:func:`compare_reports` (the reports read by
+:func:`~pytest_context_bench.report.json_report.load_report`) matches the suites present in both by
 label and the examples by ``(dataset, example_id)`` and applies the statistics of the
 baseline gate (:func:`pytest_context_bench.baseline.compare`): per suite and metric,
 A, B, the paired difference with its interval and its p-value, and the examples that
@@ -11,7 +10,6 @@ flipped between pass and fail. Suites in only one report are named, not compared
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,64 +17,12 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..results import EvalRow, from_json_safe
-from .json_report import SCHEMA_VERSION, load_schema
 from .run import Record, RunReport
 
-__all__ = ["METRICS", "ReportComparison", "compare_reports", "load_report"]
+__all__ = ["METRICS", "ReportComparison", "compare_reports"]
 
 #: What ``ctxbench compare`` compares, in order.
 METRICS = ("pass_rate", "mean_score", "cost_of_pass", "latency_mean")
-
-
-def load_report(path: str | Path) -> dict[str, Any]:
-    """Read a JSON report written by ``--ctxbench-json``.
-
-    :raises ConfigError: one sentence naming the file: missing, unreadable, not JSON
-        (truncated: the line and column), another schema version, a baseline file,
-        or a document that does not match the report's schema.
-    """
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{p}: no such file; give the path of a report written with --ctxbench-json."
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"{p}: cannot be read ({reason}).") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg});"
-            " a truncated file? Re-run pytest with --ctxbench-json to write it again."
-        ) from None
-    if not isinstance(doc, dict):
-        raise ConfigError(
-            f"{p}: holds a JSON {type(doc).__name__}, not a pytest-context-bench report."
-        )
-    if doc.get("kind") == "pytest-context-bench baseline":
-        raise ConfigError(
-            f"{p}: is a baseline (--ctxbench-save-baseline), not a JSON report; give the file of --ctxbench-json."
-        )
-    version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise ConfigError(
-            f"{p}: has schema_version {version!r}; this version of pytest-context-bench reads"
-            f" reports of schema_version {SCHEMA_VERSION}."
-        )
-    import jsonschema
-
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(load_schema()).iter_errors(doc)
-    )
-    if error is not None:
-        where = "/".join(str(x) for x in error.absolute_path) or "the top level"
-        raise ConfigError(
-            f"{p}: not a valid pytest-context-bench report (at {where}: {error.message})."
-        )
-    return doc
 
 
 @dataclass

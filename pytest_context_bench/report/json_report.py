@@ -37,14 +37,16 @@ from ..errors import ConfigError
 from ..results import json_safe
 from .run import RunReport
 
-__all__ = ["SCHEMA_VERSION", "to_json_dict", "write_json", "load_schema", "load_report"]
+__all__ = ["SCHEMA_VERSION", "load_report", "load_schema", "to_json_dict", "write_json"]
 
 SCHEMA_VERSION = 1
 
 
 def load_schema() -> dict[str, Any]:
     """The JSON Schema of the report (draft 2020-12)."""
-    text = (importlib.resources.files(__package__) / "report.schema.json").read_text("utf-8")
+    text = (importlib.resources.files(__package__) / "report.schema.json").read_text(
+        "utf-8"
+    )
     return json.loads(text)  # type: ignore[no-any-return]
 
 
@@ -90,40 +92,78 @@ def write_json(doc: dict[str, Any], path: Path) -> None:
     atomic_write_text(path, text)
 
 
-def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a JSON report (``--ctxbench-json``) back, for any command that reads one.
+def load_report(
+    path: str | os.PathLike[str],
+    *,
+    role: str = "report",
+    fix: str = "pass a file written by --ctxbench-json",
+) -> dict[str, Any]:
+    """Read a JSON report (``--ctxbench-json``) back: the one reader of every command
+    that reads reports (``ctxbench compare``, ``ctxbench merge``).
 
     The file must be strict JSON (:func:`pytest_context_bench._json.strict_loads`:
-    no NaN/Infinity, nesting, huge integers or lone surrogates), valid against
-    ``report.schema.json``, and its rows must keep the invariants of
-    :func:`pytest_context_bench.report.rows.row_problem` (each row's suite listed in
-    ``suites``, non-empty string ids, finite scores, no duplicated row).
+    no NaN/Infinity, nesting, huge integers or lone surrogates), of this schema
+    version, valid against ``report.schema.json``, and its rows must keep the
+    invariants of :func:`pytest_context_bench.report.rows.row_problem` (each row's
+    suite listed in ``suites``, non-empty string ids, finite scores, no duplicated
+    row).
 
+    :param path: the file.
+    :param role: what the file is to the caller, first in every message (``shard``).
+    :param fix: what to do about a bad file, last in every message.
     :raises ConfigError: one line naming the file and the row or field.
     """
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
+    from ..baseline import BASELINE_KIND
     from .rows import row_problem
 
     p = Path(path)
-    fix = "pass a file written by --ctxbench-json"
+
+    def bad(what: str, then: str = fix) -> ConfigError:
+        return ConfigError(f"{role} {p}: {what}; {then}.")
+
     try:
         text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise bad("no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError(f"report {p}: cannot be read ({reason}); {fix}.") from None
+        raise bad(f"cannot be read ({reason})") from None
+    if not text.strip():
+        raise bad("is empty (did its run die before writing it?)")
     try:
         doc = strict_loads(text)
     except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"report {p}: is not valid JSON (line {exc.lineno}, column {exc.colno}:"
-            f" {exc.msg}); {fix}."
+        raise bad(
+            f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg};"
+            " truncated?)"
         ) from None
     except JSONValueError as exc:
-        raise ConfigError(f"report {p}: cannot be used: {exc}; {fix}.") from None
-    if isinstance(doc, dict) and doc.get("kind") == "ctxbench-baseline":
-        raise ConfigError(f"report {p}: is a baseline (--ctxbench-save-baseline); {fix}.")
+        raise bad(f"cannot be used: {exc}") from None
+    if not isinstance(doc, dict):
+        raise bad(
+            f"holds a JSON {type(doc).__name__}, not a pytest-context-bench report"
+        )
+    if doc.get("kind") == BASELINE_KIND:
+        raise bad(
+            "is a baseline file (--ctxbench-save-baseline), not a JSON report",
+            "give a baseline with --ctxbench-baseline",
+        )
+    version = doc.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool):
+        if version > SCHEMA_VERSION:
+            raise bad(
+                f"has schema_version {version}, newer than this pytest-context-bench"
+                f" reads ({SCHEMA_VERSION})",
+                "upgrade pytest-context-bench",
+            )
+    if version != SCHEMA_VERSION:
+        raise bad(
+            f"has schema_version {version!r}; this pytest-context-bench reads"
+            f" schema_version {SCHEMA_VERSION}"
+        )
     error = best_match(Draft202012Validator(load_schema()).iter_errors(doc))
     if error is not None:
         at = "".join(
@@ -133,11 +173,14 @@ def load_report(path: str | os.PathLike[str]) -> dict[str, Any]:
         message = " ".join(error.message.split())
         if len(message) > 200:
             message = message[:200] + "..."
-        raise ConfigError(f"report {p}: {at or 'the document'} is invalid ({message}); {fix}.")
+        raise bad(
+            f"is not a valid pytest-context-bench report ({at or 'the document'}:"
+            f" {message})"
+        )
     suites = {str(s["label"]) for s in doc["suites"]}
     seen: dict[tuple[Any, ...], int] = {}
     for i, row in enumerate(doc["rows"]):
         problem = row_problem(row, suites, seen, i)
         if problem is not None:
-            raise ConfigError(f"report {p}: rows[{i}] {problem}; {fix}.")
-    return doc  # type: ignore[no-any-return]
+            raise bad(f"rows[{i}] {problem}")
+    return doc
