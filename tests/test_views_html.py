@@ -350,3 +350,42 @@ def test_html_with_a_baseline_shows_the_flipped_examples_first(
     )
     assert [r[1] for r in _cells(opened, "#gate-table tbody tr")] == ["echo"]
     opened.assert_clean()
+
+
+def test_the_tables_fit_a_laptop_screen(browser: Any, project: pytest.Pytester) -> None:
+    """At 1280 px the gate, summary and example tables need no horizontal scroll,
+    even with suite names that are one long identifier (a marked test's
+    ``file.py::test_name``, or a long System name): they break after ``::``/``_``."""
+    project.makepyfile(
+        more="class Long:\n"
+        "    name = 'retrieval_augmented_generation_with_prompt_compression_v2'\n"
+        "    def process(self, e):\n        return {**e, 'response': e['answer']}\n"
+        "long = Long()\n"
+    )
+    html = project.path / "r.html"
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-system=more:long",
+        "--ctxbench-system=systems:compressor",
+        "--ctxbench-min-pass-rate=0.5",
+        "--ctxbench-max-error-rate=0",
+        f"--ctxbench-html={html}",
+    )
+    assert result.ret == 0
+    opened = open_report(browser, html, width=1280)
+    widths = opened.page.evaluate(
+        """['gate-table', 'summary-table', 'examples'].map(function (id) {
+             const box = document.getElementById(id);
+             const scroller = box.querySelector('.scroll') || box;
+             return [id, scroller.scrollWidth, scroller.clientWidth];
+           })"""
+    )
+    for name, scroll_width, client_width in widths:
+        assert scroll_width <= client_width, (name, scroll_width, client_width)
+    # The long name is still one name to a reader (and to a copy).
+    cells = _cells(opened, "#summary-grid tbody tr")
+    assert [c[0] for c in cells] == [
+        "retrieval_augmented_generation_with_prompt_compression_v2",
+        "compressor",
+    ]
+    opened.assert_clean()

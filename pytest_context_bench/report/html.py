@@ -187,6 +187,11 @@ th.sortable{cursor:pointer;user-select:none}
 th.sortable:hover{text-decoration:underline}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .scroll{overflow-x:auto}
+#summary-grid{font-size:13px}
+#summary-grid th,#summary-grid th.num{white-space:normal;vertical-align:bottom}
+#summary-grid th,#summary-grid td{padding:4px 6px}
+#summary-grid td:first-child{overflow-wrap:break-word}
+.ci{color:var(--mut);font-size:12px}
 .ok{color:var(--ok);font-weight:600}.bad{color:var(--bad);font-weight:600}.warn{color:var(--warn);font-weight:600}
 .banner{padding:8px 12px;border-radius:6px;margin-bottom:8px;font-weight:600}
 .banner.ok{background:#dafbe1}.banner.bad{background:#ffebe9}.banner.none{background:var(--bg);color:var(--mut)}
@@ -199,13 +204,14 @@ svg{max-width:100%;height:auto;font:11px system-ui,sans-serif}
 .controls button[aria-pressed=true]{background:#0969da;color:#fff;border-color:#0969da}
 #search{flex:1 1 240px;padding:4px 8px;border:1px solid var(--line);border-radius:6px;font:inherit}
 .pager{display:flex;gap:12px;align-items:center;margin:6px 0}
-.text{white-space:pre-wrap;word-break:break-word;max-width:36em;font-family:ui-monospace,monospace;font-size:12px}
+.text{white-space:pre-wrap;word-break:break-word;min-width:12em;max-width:36em;font-family:ui-monospace,monospace;font-size:12px}
 .ctl{background:#fff8c5;color:var(--bad);font-family:ui-monospace,monospace;font-size:11px}
 .status-pass{color:var(--ok)}.status-below{color:var(--warn)}.status-error{color:var(--bad)}.status-unscored{color:var(--mut)}
+#examples td:first-child{min-width:13em}
 #datasets td:first-child{max-width:14em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
 .side{display:grid;grid-template-columns:1fr 1fr;gap:8px}
 footer{color:var(--mut);font-size:12px;border-top:1px solid var(--line);margin-top:24px;padding-top:8px;padding-bottom:16px}
-@media (max-width:700px){header,main,footer{padding:0 10px}.side{grid-template-columns:1fr}.text{max-width:22em}}
+@media (max-width:700px){header,main,footer{padding:0 10px}.side{grid-template-columns:1fr}.text{min-width:10em;max-width:22em}}
 """
 
 # The page's only script. It reads the embedded JSON and builds the page with DOM
@@ -256,6 +262,14 @@ _SCRIPT = r"""
     if (cls) node.className = cls;
     if (text !== undefined && text !== null) textNode(node, text);
     return node;
+  }
+  function breakable(label) {  // an identifier may break after "::", "_", "/" or "."
+    const span = el("span");
+    label.split(/(?<=::|[_\/.])/).forEach(function (part, i) {
+      if (i) span.appendChild(el("wbr"));
+      textNode(span, part);
+    });
+    return span;
   }
   function svg(tag, attrs, text) {
     const node = document.createElementNS(SVGNS, tag);
@@ -324,10 +338,10 @@ _SCRIPT = r"""
   }
   if (total) {
     const rows = gates.map(function (g) {
-      return [el("span", g.passed ? "ok" : "bad", g.passed ? "met" : "breached"), g.suite, g.gate,
+      return [el("span", g.passed ? "ok" : "bad", g.passed ? "met" : "breached"), breakable(String(g.suite)), g.gate,
               fmt(g.value), g.op + " " + fmt(g.limit)];
     }).concat(drops.map(function (m) {
-      return [el("span", m.passed ? "ok" : "bad", m.passed ? "met" : "breached"), m.suite,
+      return [el("span", m.passed ? "ok" : "bad", m.passed ? "met" : "breached"), breakable(String(m.suite)),
               "max drop of " + m.metric, fmt(m.now), m.tolerance + " below the baseline's " + fmt(m.then)];
     })).concat(extra.map(function (line) {
       return [el("span", "bad", "breached"), line, "baseline", "", ""];
@@ -349,12 +363,15 @@ _SCRIPT = r"""
   const present = COLUMNS.filter(function (c) { return labels.some(function (l) { return c[0] in summary[l]; }); });
   const intervals = doc.intervals || {};
   const summaryRows = labels.map(function (label) {
-    return [label].concat(present.map(function (c) {
-      let text = fmt(summary[label][c[0]], c[2]);
+    return [breakable(label)].concat(present.map(function (c) {
+      const text = fmt(summary[label][c[0]], c[2]);
       const ci = (intervals[label] || {})[c[0]];
-      if (ci && Number.isFinite(num(ci[0])) && Number.isFinite(num(ci[1])))
-        text += " [" + num(ci[0]).toFixed(2) + ", " + num(ci[1]).toFixed(2) + "]";
-      return text;
+      if (!(ci && Number.isFinite(num(ci[0])) && Number.isFinite(num(ci[1])))) return text;
+      // The interval under the value, so that the table fits a laptop's width.
+      const cell = el("span", "", text);
+      cell.appendChild(el("br"));
+      cell.appendChild(el("span", "ci", "[" + num(ci[0]).toFixed(2) + ", " + num(ci[1]).toFixed(2) + "]"));
+      return cell;
     }));
   });
   const st = table(["suite"].concat(present.map(function (c) {
@@ -613,8 +630,8 @@ _SCRIPT = r"""
       const tr = fresh.insertRow();
       tr.setAttribute("data-status", x.r.status);
       const r = x.r;
-      tr.insertCell().appendChild(el("span", "", r.dataset + "/" + r.example_id));
-      tr.insertCell().appendChild(el("span", "", r.suite));
+      tr.insertCell().appendChild(breakable(r.dataset + "/" + r.example_id));
+      tr.insertCell().appendChild(breakable(String(r.suite)));
       tr.insertCell().appendChild(el("span", "status-" + r.status, r.status));
       const sc = tr.insertCell(); sc.className = "num";
       textNode(sc, (x.field ? x.field + " " : "") + fmt(x.score));
