@@ -218,6 +218,54 @@ FORGE_PASS = {
     "trace_the_reporter": ("    return 0\nimport sys\nsys.settrace(lambda *a: None)\n"),
 }
 
+# Native code the program writes (here a copy of a harmless standard extension, as
+# a compiled exploit would be) is never loaded: not from a file, not from a memfd.
+_LOAD_NATIVE = (
+    "    return a + b\n"
+    "import importlib.machinery, importlib.util, os, _csv\n"
+    "data = open(_csv.__file__, 'rb').read()\n"
+    "{write}"
+    "loader = importlib.machinery.ExtensionFileLoader('_csv', path)\n"
+    "spec = importlib.util.spec_from_loader('_csv', loader)\n"
+    "importlib.util.module_from_spec(spec)\n"
+)
+NATIVE = {
+    "a_written_file": _LOAD_NATIVE.format(
+        write="path = os.path.abspath(os.path.basename(_csv.__file__))\n"
+        "open(path, 'wb').write(data)\n"
+    ),
+    "a_memfd": _LOAD_NATIVE.format(
+        write="fd = os.memfd_create('x')\nos.write(fd, data)\n"
+        "path = '/proc/self/fd/%d' % fd\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def ev_basic() -> Iterator[CodeExecution]:
+    """The sandbox without namespaces (as on macOS, or where unshare is refused):
+    the program's files are on ordinary, executable file systems."""
+    evaluator = CodeExecution(timeout=10.0, namespaces=False)
+    yield evaluator
+    evaluator.close()
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "basic"])
+@pytest.mark.parametrize("name", list(NATIVE))
+def test_native_code_the_program_writes_is_never_loaded(
+    ev: CodeExecution, ev_basic: CodeExecution, name: str, mode: str
+) -> None:
+    value, details = _score(ev if mode == "namespaces" else ev_basic, ADD, NATIVE[name])
+    assert value == 0.0, details
+    assert details["reason"] == "exception", details
+    assert "loading native code from" in details["message"], details
+
+
+def test_installed_extension_modules_still_load(ev: CodeExecution) -> None:
+    response = "    return a + b\nimport _csv, array, decimal, sqlite3, _bisect\n"
+    value, details = _score(ev, ADD, response)
+    assert value == 1.0, details
+
 
 @pytest.mark.parametrize("name", list(FORGE_PASS))
 def test_a_pass_cannot_be_faked_from_inside(ev: CodeExecution, name: str) -> None:

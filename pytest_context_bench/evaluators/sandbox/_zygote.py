@@ -16,7 +16,7 @@ CAP_SYS_ADMIN, or an unprivileged user namespace): new mount, PID, IPC and
 (unless ``network="allow"``) network namespaces; the zygote's forker becomes PID 1
 of the new PID namespace, so ``kill(-1)`` after each run removes every process the
 program left, and nothing can address a process outside. Every mount is made
-read-only, ``/tmp`` and ``/dev/shm`` become private tmpfs, and home directories
+read-only, ``/tmp`` and ``/dev/shm`` become private ``noexec`` tmpfs, and home directories
 are hidden behind an empty tmpfs (with Python's own directories bound back,
 read-only). As root, each child also switches to an unused uid. Elsewhere
 ("basic" mode) the forker is a child subreaper and sweeps escaped processes by
@@ -51,6 +51,7 @@ import struct
 import sys
 import tempfile
 import time
+from stat import S_ISREG
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -371,13 +372,15 @@ def setup_filesystem(config: dict[str, Any], setup: Setup) -> None:
     work = "/tmp"
     if any(under(p, "/tmp") for p in needed) or not os.path.isdir("/tmp"):
         work = "/dev/shm"
-    # Bounded, so that a program cannot fill the machine's memory with files.
-    mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV,
+    # Bounded, so that a program cannot fill the machine's memory with files; and
+    # noexec: what a program writes there is never executed or mapped as code
+    # (install_guard refuses loading it as an extension module as well).
+    mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
           "mode=1777,size=256m,nr_inodes=65536")
     private = [work]
     if work != "/dev/shm" and os.path.isdir("/dev/shm"):
         try:
-            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                   "mode=1777,size=64m,nr_inodes=4096")
             private.append("/dev/shm")
         except OSError as exc:
@@ -1075,6 +1078,10 @@ def harness(req: dict[str, Any], box: list[str], pristine: dict[str, Any]) -> No
     exit_now(0)
 
 
+#: When this interpreter (the sandbox's zygote) started, before any program ran:
+#: native code written later is never loaded (see install_guard).
+STARTED_NS = time.time_ns()
+
 #: The audit event by which the harness reports (see install_reporter).
 REPORT_EVENT = "ctxbench.sandbox.report"
 
@@ -1136,23 +1143,32 @@ def install_reporter(secret: str) -> None:
 
 def install_guard() -> None:
     """Install the audit hook that refuses :data:`GUARDED_EVENTS`, every ``ctypes``
-    event and opening ``/proc/*/mem`` (resolved, so a symlink does not help)."""
+    event, opening ``/proc/*/mem`` (resolved, so a symlink does not help), and
+    loading native code that was not on disk, unchanged, before the sandbox
+    started: an extension module (the ``import`` event with a file name, raised
+    by ``_imp.create_dynamic``) must be a regular file whose inode changed last
+    before :data:`STARTED_NS`. A program that writes a shared object (a copy, a
+    ``memfd``, a hard link: each gives the inode a new change time, which no
+    unprivileged process can set back) cannot load it, so it cannot read the
+    process's memory with native code either."""
     blocked = GUARDED_EVENTS
     startswith, endswith = str.startswith, str.endswith
-    type_, str_, bytes_ = type, str, bytes
-    decode, realpath = bytes.decode, os.path.realpath
+    type_, str_, bytes_, len_ = type, str, bytes, len
+    decode, realpath, stat_, is_regular = bytes.decode, os.path.realpath, os.stat, S_ISREG
+    started = STARTED_NS
     PermissionError_, BaseException_ = PermissionError, BaseException
 
     def refuse(what: str) -> NoReturn:
         raise PermissionError_(f"{what} is not allowed in the sandbox")
 
+    def text(path: Any) -> Any:
+        return decode(path, "utf-8", "replace") if type_(path) is bytes_ else path
+
     def guard(event: str, args: tuple[Any, ...]) -> None:
         if event in blocked or startswith(event, "ctypes."):
             refuse(event)
         if event == "open" and args:
-            path = args[0]
-            if type_(path) is bytes_:
-                path = decode(path, "utf-8", "replace")
+            path = text(args[0])
             if type_(path) is str_:
                 try:
                     real = realpath(path)
@@ -1160,6 +1176,17 @@ def install_guard() -> None:
                     refuse("open")
                 if startswith(real, "/proc/") and endswith(real, "/mem"):
                     refuse(f"open({path!r})")
+        if event == "import" and len_(args) > 1 and args[1] is not None:
+            path = text(args[1])
+            what = f"loading native code from {path!r} (written after the sandbox started)"
+            if type_(path) is not str_:
+                refuse(what)
+            try:
+                st = stat_(realpath(path))
+            except BaseException_:
+                refuse(what)
+            if not is_regular(st.st_mode) or st.st_ctime_ns >= started:
+                refuse(what)
 
     sys.addaudithook(guard)
 
