@@ -51,8 +51,8 @@ import struct
 import sys
 import tempfile
 import time
-from stat import S_ISREG
 from collections.abc import Callable
+from stat import S_ISREG
 from typing import Any, NoReturn
 
 # Kernel constants (Linux).
