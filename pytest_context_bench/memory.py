@@ -35,7 +35,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .engine import score_processed
+from .calls import CallScope, call_scope
+from .engine import attach_usage, score_processed
 from .errors import ConfigError, error_record
 from .importing import check_memory_system
 from .inputs import load_examples, prepare_run, primary_score_field
@@ -134,23 +135,30 @@ def _reported_tokens(system: Any) -> int | None:
     return max(0, int(value))
 
 
-def ingest_conversation(system: Any, conv: Conversation) -> tuple[dict[str, str] | None, float]:
-    """``reset()`` then ``ingest(turns)``: the failure (or ``None``) and the ingest time."""
+def ingest_conversation(
+    system: Any, conv: Conversation
+) -> tuple[dict[str, str] | None, float, list[dict[str, Any]]]:
+    """``reset()`` then ``ingest(turns)``: the failure (or ``None``), the ingest time,
+    and the LLM usage the HTTP transports measured meanwhile (a memory layer that
+    summarises or embeds the turns calls a model), for the row of the first question
+    asked after it (:func:`ask_question`)."""
     failure: dict[str, str] | None = None
     ingest_latency = 0.0
-    try:
-        system.reset()
-    except Exception as exc:  # noqa: BLE001 (recorded in every row of the conversation)
-        failure = error_record(exc, "system:reset")
-    if failure is None:
-        start = time.perf_counter()
+    scope = CallScope(system=str(system.name), dataset=conv.dataset, example_id=conv.id)
+    with call_scope(scope):
         try:
-            # Copies, so a system that edits the turns cannot change the dataset.
-            system.ingest([dict(t) for t in conv.turns])
-        except Exception as exc:  # noqa: BLE001 (recorded, the run goes on)
-            failure = error_record(exc, "system:ingest")
-        ingest_latency = time.perf_counter() - start
-    return failure, ingest_latency
+            system.reset()
+        except Exception as exc:  # noqa: BLE001 (recorded in every row of the conversation)
+            failure = error_record(exc, "system:reset")
+        if failure is None:
+            start = time.perf_counter()
+            try:
+                # Copies, so a system that edits the turns cannot change the dataset.
+                system.ingest([dict(t) for t in conv.turns])
+            except Exception as exc:  # noqa: BLE001 (recorded, the run goes on)
+                failure = error_record(exc, "system:ingest")
+            ingest_latency = time.perf_counter() - start
+    return failure, ingest_latency, scope.usage
 
 
 def ask_question(
@@ -161,14 +169,44 @@ def ask_question(
     tok: Callable[[str], int],
     failure: dict[str, str] | None,
     ingest_latency: float,
+    ingest_usage: Sequence[dict[str, Any]] = (),
 ) -> tuple[EvalRow, BaseException | None]:
     """Ask QA pair ``j`` of an ingested conversation and score the answer.
 
+    The query and the evaluators run in a :func:`~.calls.call_scope` of their own,
+    so the row carries their LLM usage and cost like any other row (``llm_usage``
+    for the System's calls, ``judge_usage`` for the judge's).
+
     :param failure: the ingestion's failure, which becomes this row's error.
+    :param ingest_usage: the ingestion's LLM usage, counted in this row (give it
+        to the first question asked after the ingestion only).
     :returns: the row, and the exception the query or an evaluator raised.
     """
-    pair = conv.pairs[j]
     pseudo = conv.pseudo(j)
+    scope = CallScope(
+        system=str(system.name), dataset=conv.dataset, example_id=str(pseudo["id"])
+    )
+    scope.usage.extend(ingest_usage)
+    with call_scope(scope):
+        row, raised = _ask(
+            system, conv, j, pseudo, evaluators, tok, failure, ingest_latency, scope
+        )
+    attach_usage(row, scope)
+    return row, raised
+
+
+def _ask(
+    system: Any,
+    conv: Conversation,
+    j: int,
+    pseudo: dict[str, Any],
+    evaluators: Sequence[Evaluator],
+    tok: Callable[[str], int],
+    failure: dict[str, str] | None,
+    ingest_latency: float,
+    scope: CallScope,
+) -> tuple[EvalRow, BaseException | None]:
+    pair = conv.pairs[j]
     query_latency = 0.0
     input_tokens = conv.turn_tokens
     output_tokens = 0
@@ -194,6 +232,7 @@ def ask_question(
             error = error_record(exc, "system:query")
             raised = exc
         query_latency = time.perf_counter() - start
+        scope.system_calls = len(scope.usage)  # the evaluators' calls come after
         processed = None if error is not None else {**pseudo, "response": answer}
         # text_fields=() : the tokens of a memory row are set below, not from
         # the pseudo example's fields.
@@ -233,9 +272,11 @@ def _run_conversation(
     evaluators: Sequence[Evaluator],
     tok: Callable[[str], int],
 ) -> list[EvalRow]:
-    failure, ingest_latency = ingest_conversation(system, conv)
+    failure, ingest_latency, usage = ingest_conversation(system, conv)
     return [
-        ask_question(system, conv, j, evaluators, tok, failure, ingest_latency)[0]
+        ask_question(
+            system, conv, j, evaluators, tok, failure, ingest_latency, usage if j == 0 else ()
+        )[0]
         for j in range(len(conv.pairs))
     ]
 

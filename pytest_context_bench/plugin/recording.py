@@ -209,10 +209,17 @@ class Recorder:
         first: BaseException | None = None
         out = []
         for i, s in enumerate(systems):
-            failure, ingest_latency = memory.ingested(s, self.ref, conv)
+            failure, ingest_latency, usage = memory.ingested(s, self.ref, conv)
             with keep_io() as io:
                 row, raised = ask_question(
-                    s, conv, self.ref.qa, self.evaluators, self._tokenizer, failure, ingest_latency
+                    s,
+                    conv,
+                    self.ref.qa,
+                    self.evaluators,
+                    self._tokenizer,
+                    failure,
+                    ingest_latency,
+                    usage,
                 )
             self._add(row, self._sys_pos(s, i), io)
             out.append(row)
@@ -246,11 +253,13 @@ class MemoryCache:
 
     def ingested(
         self, system: Any, ref: ExampleRef, conv: Any
-    ) -> tuple[dict[str, str] | None, float]:
+    ) -> tuple[dict[str, str] | None, float, list[dict[str, Any]]]:
+        """The ingestion's failure, latency and LLM usage; the usage only to the
+        question that ingested (the others of the conversation reuse it, free)."""
         key = (ref.ds_pos, ref.index)
         held = self._held.get(id(system))
         if held is not None and held[0] == key:
-            return held[1], held[2]
-        failure, latency = ingest_conversation(system, conv)
+            return held[1], held[2], []
+        failure, latency, usage = ingest_conversation(system, conv)
         self._held[id(system)] = (key, failure, latency)
-        return failure, latency
+        return failure, latency, usage
