@@ -135,13 +135,34 @@ def _reported_tokens(system: Any) -> int | None:
     return max(0, int(value))
 
 
+def _timed(
+    runner: Any, system: Any, fn: Callable[[], Any]
+) -> tuple[Any, Exception | None, float]:
+    """``fn()``'s value or the exception it raised, and how long it ran: here, or
+    through ``runner`` (a :class:`~pytest_context_bench.concurrency.CallRunner`: its
+    budget, rate limit and ``--ctxbench-timeout``, past which the error is a
+    ``CallTimeout``)."""
+    if runner is None:
+        start = time.perf_counter()
+        try:
+            return fn(), None, time.perf_counter() - start
+        except Exception as exc:  # noqa: BLE001 (the caller records it)
+            return None, exc, time.perf_counter() - start
+    outcome = runner.call(fn, system=system)
+    error = outcome.error
+    if error is not None and not isinstance(error, Exception):
+        raise error  # KeyboardInterrupt and the like end the run
+    return outcome.value, error, outcome.latency
+
+
 def ingest_conversation(
-    system: Any, conv: Conversation
+    system: Any, conv: Conversation, runner: Any = None
 ) -> tuple[dict[str, str] | None, float, list[dict[str, Any]]]:
     """``reset()`` then ``ingest(turns)``: the failure (or ``None``), the ingest time,
     and the LLM usage the HTTP transports measured meanwhile (a memory layer that
     summarises or embeds the turns calls a model), for the row of the first question
-    asked after it (:func:`ask_question`)."""
+    asked after it (:func:`ask_question`). With ``runner``, ``ingest`` runs through
+    it (see :func:`_timed`)."""
     failure: dict[str, str] | None = None
     ingest_latency = 0.0
     scope = CallScope(system=str(system.name), dataset=conv.dataset, example_id=conv.id)
@@ -151,13 +172,13 @@ def ingest_conversation(
         except Exception as exc:  # noqa: BLE001 (recorded in every row of the conversation)
             failure = error_record(exc, "system:reset")
         if failure is None:
-            start = time.perf_counter()
-            try:
-                # Copies, so a system that edits the turns cannot change the dataset.
-                system.ingest([dict(t) for t in conv.turns])
-            except Exception as exc:  # noqa: BLE001 (recorded, the run goes on)
-                failure = error_record(exc, "system:ingest")
-            ingest_latency = time.perf_counter() - start
+            # Copies, so a system that edits the turns cannot change the dataset.
+            turns = [dict(t) for t in conv.turns]
+            _, raised, ingest_latency = _timed(
+                runner, system, lambda: system.ingest(turns)
+            )
+            if raised is not None:
+                failure = error_record(raised, "system:ingest")
     return failure, ingest_latency, scope.usage
 
 
@@ -170,6 +191,7 @@ def ask_question(
     failure: dict[str, str] | None,
     ingest_latency: float,
     ingest_usage: Sequence[dict[str, Any]] = (),
+    runner: Any = None,
 ) -> tuple[EvalRow, BaseException | None]:
     """Ask QA pair ``j`` of an ingested conversation and score the answer.
 
@@ -180,6 +202,8 @@ def ask_question(
     :param failure: the ingestion's failure, which becomes this row's error.
     :param ingest_usage: the ingestion's LLM usage, counted in this row (give it
         to the first question asked after the ingestion only).
+    :param runner: a :class:`~pytest_context_bench.concurrency.CallRunner` the query
+        runs through (budget, rate limit, ``--ctxbench-timeout``); ``None``: here.
     :returns: the row, and the exception the query or an evaluator raised.
     """
     pseudo = conv.pseudo(j)
@@ -189,7 +213,16 @@ def ask_question(
     scope.usage.extend(ingest_usage)
     with call_scope(scope):
         row, raised = _ask(
-            system, conv, j, pseudo, evaluators, tok, failure, ingest_latency, scope
+            system,
+            conv,
+            j,
+            pseudo,
+            evaluators,
+            tok,
+            failure,
+            ingest_latency,
+            scope,
+            runner,
         )
     attach_usage(row, scope)
     return row, raised
@@ -205,6 +238,7 @@ def _ask(
     failure: dict[str, str] | None,
     ingest_latency: float,
     scope: CallScope,
+    runner: Any,
 ) -> tuple[EvalRow, BaseException | None]:
     pair = conv.pairs[j]
     query_latency = 0.0
@@ -223,15 +257,13 @@ def _ask(
             error=dict(failure),
         )
     else:
-        answer: Any = None
         error: dict[str, str] | None = None
-        start = time.perf_counter()
-        try:
-            answer = system.query(pair["question"])
-        except Exception as exc:  # noqa: BLE001 (recorded in this row)
-            error = error_record(exc, "system:query")
-            raised = exc
-        query_latency = time.perf_counter() - start
+        question = pair["question"]
+        answer, raised, query_latency = _timed(
+            runner, system, lambda: system.query(question)
+        )
+        if raised is not None:
+            error = error_record(raised, "system:query")
         scope.system_calls = len(scope.usage)  # the evaluators' calls come after
         processed = None if error is not None else {**pseudo, "response": answer}
         # text_fields=() : the tokens of a memory row are set below, not from
@@ -275,7 +307,14 @@ def _run_conversation(
     failure, ingest_latency, usage = ingest_conversation(system, conv)
     return [
         ask_question(
-            system, conv, j, evaluators, tok, failure, ingest_latency, usage if j == 0 else ()
+            system,
+            conv,
+            j,
+            evaluators,
+            tok,
+            failure,
+            ingest_latency,
+            usage if j == 0 else (),
         )[0]
         for j in range(len(conv.pairs))
     ]
@@ -325,7 +364,9 @@ def evaluate_memory(
     from .metrics.per_qa_type import PerQATypeMetric
     from .tokens import resolve_tokenizer
 
-    system_list = prepare_run(systems, check_memory_system, max_examples, caller="evaluate_memory")
+    system_list = prepare_run(
+        systems, check_memory_system, max_examples, caller="evaluate_memory"
+    )
     tok = resolve_tokenizer(tokenizer) if tokenizer is not None else get_tokenizer()
     examples, source = load_examples(dataset, max_examples)
     conversations = [

@@ -223,3 +223,64 @@ def test_memory_rows_carry_llm_usage_and_money(
     )
     assert summary["total_cost_usd"] > summary["cost_usd"] > 0
     assert [g["passed"] for g in doc["gates"] if g["gate"] == "max_cost_usd"] == [True]
+
+
+HANGING_MEMSYS = '''
+import threading
+
+class Stuck:
+    """Hangs at the ingestion of conversation 2, and at any question about a cat."""
+    name = "stuck"
+    def __init__(self):
+        self.text = ""
+    def reset(self):
+        self.text = ""
+    def ingest(self, turns):
+        if "city 2" in turns[0]["content"]:
+            threading.Event().wait()
+        self.text = turns[0]["content"]
+    def query(self, question):
+        if "cat" in question:
+            threading.Event().wait()
+        if question.startswith("Where"):
+            return self.text.split(" to ")[1].split(" last")[0]
+        return "last year"
+
+stuck = Stuck()
+'''
+
+
+def test_a_hung_memory_system_is_an_error_row_under_the_timeout(
+    pytester: pytest.Pytester,
+) -> None:
+    """--ctxbench-timeout holds for MemorySystems as for any System: a hung query is
+    that question's error, a hung ingestion every question's of its conversation."""
+    pytester.makefile(
+        ".jsonl", chats="\n".join(json.dumps(c) for c in CONVERSATIONS) + "\n"
+    )
+    pytester.makepyfile(memsys=HANGING_MEMSYS)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    out = pytester.path / "out.json"
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:randomly",
+        "--ctxbench-dataset=chats.jsonl",
+        "--ctxbench-system=memsys:stuck",
+        "--ctxbench-timeout=0.5",
+        f"--ctxbench-json={out}",
+        timeout=60,
+    )
+    assert result.ret == 1, result.stdout.str()
+    rows = {r["example_id"]: r for r in json.loads(out.read_text())["rows"]}
+    errors = {k: r["error"] for k, r in rows.items() if r["error"] is not None}
+    assert sorted(errors) == [
+        "conv-1_2",
+        "conv-2_0",
+        "conv-2_1",
+        "conv-2_2",
+        "conv-3_2",
+    ]
+    assert all("CallTimeout" in e["type"] for e in errors.values()), errors
+    assert errors["conv-1_2"]["where"] == "system:query"
+    assert errors["conv-2_0"]["where"] == "system:ingest"
+    assert rows["conv-3_0"]["scores"]["f1"] == 1.0

@@ -85,7 +85,9 @@ class Recorder:
         """A fresh copy of the original example."""
         return self.ref.load()
 
-    def _add(self, row: EvalRow, sys_pos: int, io: list[dict[str, str]] | None = None) -> None:
+    def _add(
+        self, row: EvalRow, sys_pos: int, io: list[dict[str, str]] | None = None
+    ) -> None:
         # The response and the reference, for the reports (not part of the row).
         self.io[id(row)] = io[-1] if io else None
         if self.ref.trial:
@@ -123,7 +125,9 @@ class Recorder:
             name = system
         else:
             name = getattr(system, "name", None) or str(system)
-        elapsed = time.perf_counter() - self._start if latency is None else float(latency)
+        elapsed = (
+            time.perf_counter() - self._start if latency is None else float(latency)
+        )
         scope = current_call()
         if scope is not None:
             # What the test body's LLM calls measured so far is the System's; the
@@ -158,12 +162,19 @@ class Recorder:
         __tracebackhide__ = True
         systems = list(system) if isinstance(system, (list, tuple)) else [system]
         if not systems:
-            pytest.fail("the ctxbench_system fixture returned an empty list", pytrace=False)
+            pytest.fail(
+                "the ctxbench_system fixture returned an empty list", pytrace=False
+            )
         if self.ref.qa >= 0:
             return self._run_memory(systems)
         for i, s in enumerate(systems):
             try:
-                check_system(s, origin=f"ctxbench_system[{i}]" if len(systems) > 1 else "ctxbench_system")
+                check_system(
+                    s,
+                    origin=f"ctxbench_system[{i}]"
+                    if len(systems) > 1
+                    else "ctxbench_system",
+                )
             except CtxBenchError as exc:
                 pytest.fail(str(exc), pytrace=False)
         try:
@@ -205,11 +216,15 @@ class Recorder:
             check_unique_names(systems)
         except CtxBenchError as exc:
             pytest.fail(str(exc), pytrace=False)
-        conv = memory.conversation(self.ref, self._original, self.score_field, self._tokenizer)
+        conv = memory.conversation(
+            self.ref, self._original, self.score_field, self._tokenizer
+        )
         first: BaseException | None = None
         out = []
         for i, s in enumerate(systems):
-            failure, ingest_latency, usage = memory.ingested(s, self.ref, conv)
+            failure, ingest_latency, usage = memory.ingested(
+                s, self.ref, conv, self._runner
+            )
             with keep_io() as io:
                 row, raised = ask_question(
                     s,
@@ -220,6 +235,7 @@ class Recorder:
                     failure,
                     ingest_latency,
                     usage,
+                    self._runner,
                 )
             self._add(row, self._sys_pos(s, i), io)
             out.append(row)
@@ -242,7 +258,11 @@ class MemoryCache:
         self._held: dict[int, tuple[tuple[int, int], dict[str, str] | None, float]] = {}
 
     def conversation(
-        self, ref: ExampleRef, example: dict[str, Any], field: str, tok: Callable[[str], int]
+        self,
+        ref: ExampleRef,
+        example: dict[str, Any],
+        field: str,
+        tok: Callable[[str], int],
     ) -> Any:
         key = (ref.ds_pos, ref.index)
         conv = self._conversations.get(key)
@@ -252,7 +272,7 @@ class MemoryCache:
         return conv
 
     def ingested(
-        self, system: Any, ref: ExampleRef, conv: Any
+        self, system: Any, ref: ExampleRef, conv: Any, runner: Any = None
     ) -> tuple[dict[str, str] | None, float, list[dict[str, Any]]]:
         """The ingestion's failure, latency and LLM usage; the usage only to the
         question that ingested (the others of the conversation reuse it, free)."""
@@ -260,6 +280,6 @@ class MemoryCache:
         held = self._held.get(id(system))
         if held is not None and held[0] == key:
             return held[1], held[2], []
-        failure, latency, usage = ingest_conversation(system, conv)
+        failure, latency, usage = ingest_conversation(system, conv, runner)
         self._held[id(system)] = (key, failure, latency)
         return failure, latency, usage
