@@ -49,6 +49,7 @@ from .recording import MemoryCache, Recorder, row_status
 from .manifest import WORKEROUTPUT_KEY, build_manifest
 from .running import Calls, make_scheduler, share_of, worker_count
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
+from .status import StatusLine
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
 
 __all__ = ["CtxBenchWarning", "STATE_KEY"]
@@ -112,6 +113,8 @@ class State:
         return self._tokenizer
 
     calls: Calls | None = None
+    #: the terminal's status line (a TTY, calls started ahead), or None
+    status: StatusLine | None = None
 
     def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
         runner = self.calls.runner if self.calls is not None else None
@@ -309,8 +312,21 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     return 0
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Not in pytest_configure: the terminal reporter is registered after it.
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and state.calls is not None and state.calls.prefetching:
+        state.status = StatusLine.start(
+            session.config, state.calls, state.settings.no_status
+        )
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
+    if state is not None and state.status is not None:
+        state.status.finish()
+        if config.pluginmanager.is_registered(state.status):
+            config.pluginmanager.unregister(state.status)
     if state is not None and state.calls is not None:
         state.calls.close()
         if config.pluginmanager.is_registered(state.calls):

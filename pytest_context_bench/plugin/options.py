@@ -345,6 +345,12 @@ CALL_TIMEOUT = _opt(
     " (CallTimeout) and the run goes on. Default: no limit",
     "SECONDS",
 )
+NO_STATUS = _opt(
+    "no-status",
+    "bool",
+    "Do not show the status line (calls in flight, calls done, ETA) that a run with"
+    " --ctxbench-concurrency shows on a terminal. It never shows in a CI log or a pipe",
+)
 
 OPTIONS: tuple[Option, ...] = (
     DATASET,
@@ -400,6 +406,7 @@ OPTIONS: tuple[Option, ...] = (
     CONCURRENCY,
     RATE_LIMIT,
     CALL_TIMEOUT,
+    NO_STATUS,
 )
 
 #: Trials per example at most (--ctxbench-repeat, repeat=): each trial of each
@@ -555,6 +562,8 @@ class Settings:
     rate_limit: float | None = None
     #: seconds a System call may last (--ctxbench-timeout), or None
     call_timeout: float | None = None
+    #: no status line on the terminal (--ctxbench-no-status)
+    no_status: bool = False
 
     @property
     def active(self) -> bool:
@@ -809,6 +818,7 @@ class Settings:
             concurrency=concurrency,
             rate_limit=rate_limit,
             call_timeout=call_timeout,
+            no_status=bool(get(NO_STATUS)[0]),
             datasets=tuple(str(d).strip() for d in datasets),
             dataset_base=invdir if ds_cli else inidir,
             systems=tuple(str(s).strip() for s in systems),

@@ -18,9 +18,13 @@ calls; memory datasets ask their questions in order, as before.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
-from collections.abc import Callable, Coroutine, Iterator
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_any
 from typing import Any
 
 import pytest
@@ -40,7 +44,7 @@ from ..engine import SystemCall, call_function, record_call_outcome
 from ..engine import _scope_for as scope_for
 from .collection import CliCase
 
-__all__ = ["Calls", "share_of", "worker_count"]
+__all__ = ["Calls", "calls_ahead", "share_of", "worker_count"]
 
 
 def worker_count(config: pytest.Config) -> int:
@@ -97,6 +101,16 @@ class Calls:
         self._index: dict[int, int] | None = None
         self._queue: Any = None
         self._stopped = False
+        #: calls started ahead that have finished, and when the latest of them did
+        #: (monotonic seconds; for the status line's ETA; see progress())
+        self.done = 0
+        self.done_at: collections.deque[float] = collections.deque(maxlen=512)
+        self._done_lock = threading.Lock()
+        #: when the first call was started ahead (monotonic), or None
+        self.first_start: float | None = None
+        #: called now and then, in the main thread, while an item waits for its call
+        #: (the status line redraws itself; see status.py)
+        self.on_wait: Callable[[], None] | None = None
 
     @property
     def prefetching(self) -> bool:
@@ -146,8 +160,8 @@ class Calls:
             scanned += 1
             if seen >= window or scanned > 4 * window + 16:
                 break
-            case = _case_of(nxt)
-            if case is None or case.system is None or case.ref.qa >= 0:
+            case = _ahead_case(nxt)
+            if case is None:
                 continue
             seen += 1
             if id(case) not in self._ahead:
@@ -168,7 +182,22 @@ class Calls:
                 is_async=is_async,
                 then=judges_ahead(evaluators, example),
             )
+        if self.first_start is None:
+            self.first_start = time.monotonic()
+        future.add_done_callback(self._call_done)
         self._ahead[id(case)] = (future, call, example)
+
+    def _call_done(self, future: Future[Any]) -> None:
+        # On the runner's loop thread (or the main thread when cancelled).
+        if not future.cancelled():
+            with self._done_lock:
+                self.done_at.append(time.monotonic())
+                self.done += 1
+
+    def progress(self) -> tuple[int, list[float]]:
+        """Calls started ahead that have finished, and when the latest did."""
+        with self._done_lock:
+            return self.done, list(self.done_at)
 
     def take(self, case: CliCase) -> tuple[SystemCall, dict[str, Any]] | None:
         """The call started ahead for ``case`` once it has finished (this waits for
@@ -177,6 +206,9 @@ class Calls:
         if entry is None:
             return None
         future, call, example = entry
+        while self.on_wait is not None and not future.done():
+            self.on_wait()
+            wait_any([future], timeout=0.1)  # wakes up for Ctrl-C (see wait_for)
         return record_call_outcome(call, wait_for(future)), example
 
     def close(self, wait: float | None = None) -> None:
@@ -224,6 +256,20 @@ def judges_ahead(
         return {i: outcome for (i, _), outcome in zip(waiting, done)}
 
     return judge
+
+
+def calls_ahead(items: Iterable[pytest.Item]) -> int:
+    """How many of ``items`` have their call started ahead (one call each)."""
+    return sum(1 for item in items if _ahead_case(item) is not None)
+
+
+def _ahead_case(item: pytest.Item) -> CliCase | None:
+    """The item's case when its call is started ahead: a command-line item with
+    its System named on the command line, not a memory question."""
+    case = _case_of(item)
+    if case is None or case.system is None or case.ref.qa >= 0:
+        return None
+    return case
 
 
 def _case_of(item: pytest.Item) -> CliCase | None:
