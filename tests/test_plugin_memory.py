@@ -266,7 +266,7 @@ def test_a_hung_memory_system_is_an_error_row_under_the_timeout(
         "no:randomly",
         "--ctxbench-dataset=chats.jsonl",
         "--ctxbench-system=memsys:stuck",
-        "--ctxbench-timeout=0.5",
+        "--ctxbench-timeout=1",
         f"--ctxbench-json={out}",
         timeout=60,
     )
