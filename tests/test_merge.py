@@ -470,3 +470,69 @@ def test_merge_views_refused_before_anything_is_written(
     assert message.format(**fill) in err
     assert {p: Path(p).read_bytes() for p in before} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_merge_takes_every_gate_option_of_a_run() -> None:
+    """A gate added to the pytest options is a gate of ``ctxbench merge`` too, with
+    the same flag (the shards usually run without gates: see docs/gating.md)."""
+    from pytest_context_bench.cli.merge import _GATES
+    from pytest_context_bench.plugin.options import GATE_OPTIONS
+
+    assert {name: spec[0] for name, spec in _GATES.items()} == {
+        name: opt.flag for name, opt in GATE_OPTIONS.items()
+    }
+
+
+def test_merge_applies_the_money_gates(tmp_path: Path) -> None:
+    """Shards run against a priced endpoint without gates; the merge recomputes the
+    money from the rows (as the unsharded run) and applies the money gates."""
+    from pytest_context_bench.testing import FakeLLM, Reply
+
+    (tmp_path / "qa.jsonl").write_text(qa_lines(12))
+
+    def answer(request: Any) -> Reply:  # the scores do not matter here
+        return Reply(
+            text="city 1", usage={"prompt_tokens": 100, "completion_tokens": 10}
+        )
+
+    with FakeLLM(handler=answer) as llm:
+        common = [
+            f"--ctxbench-proxy={llm.base_url}",
+            "--ctxbench-proxy-name=local",
+            "--ctxbench-model=m",
+            "--ctxbench-price=m=1/2",
+            "--ctxbench-cache=off",
+        ]
+        run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        ds = ["--ctxbench-dataset=qa.jsonl"]
+        subprocess.run(
+            [*run, *ds, *common, "--ctxbench-json=full.json"], cwd=tmp_path, check=False
+        )
+        for i in (1, 2):
+            subprocess.run(
+                [
+                    *run,
+                    *ds,
+                    *common,
+                    f"--ctxbench-shard={i}/2",
+                    f"--ctxbench-json=s{i}.json",
+                ],
+                cwd=tmp_path,
+                check=False,
+            )
+    full = read_json(tmp_path / "full.json")
+    money = full["summary"]["local"]["total_cost_usd"]
+    assert money == pytest.approx(12 * (100 * 1 + 10 * 2) / 1e6)
+    shards = [str(tmp_path / "s1.json"), str(tmp_path / "s2.json")]
+    out = tmp_path / "m.json"
+    assert (
+        main(["merge", *shards, "--json", str(out), f"--ctxbench-max-cost-usd={money}"])
+        == 0
+    )
+    merged = read_json(out)
+    for key in ("total_cost_usd", "cost_usd", "cost_of_pass_usd"):
+        assert merged["summary"]["local"][key] == pytest.approx(
+            full["summary"]["local"][key]
+        )
+    assert main(["merge", *shards, f"--ctxbench-max-cost-usd={money / 2}"]) == 1
+    assert main(["merge", *shards, "--ctxbench-max-cost-of-pass-usd=-1"]) == 4

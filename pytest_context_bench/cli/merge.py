@@ -38,6 +38,8 @@ _GATES: dict[str, tuple[str, float, float, bool]] = {
     "min_mean_score": ("--ctxbench-min-mean-score", -math.inf, math.inf, False),
     "max_cost_of_pass": ("--ctxbench-max-cost-of-pass", 0.0, math.inf, True),
     "max_error_rate": ("--ctxbench-max-error-rate", 0.0, 1.0, False),
+    "max_cost_usd": ("--ctxbench-max-cost-usd", 0.0, math.inf, False),
+    "max_cost_of_pass_usd": ("--ctxbench-max-cost-of-pass-usd", 0.0, math.inf, False),
 }
 
 
