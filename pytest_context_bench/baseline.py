@@ -84,6 +84,7 @@ DROP_METRICS: dict[str, bool] = {
     "mean_score": True,
     "cost_of_pass": False,
     "latency_mean": False,
+    "cost_of_pass_usd": False,
 }
 
 _TOP_KEYS = (
@@ -545,6 +546,21 @@ class _Example:
     passed: float | None  # share of trials passing; None when never scored
     tokens: float
     latency: float | None
+    #: the System's calls' cost in US dollars (nan: a call without a price), and
+    #: whether any of its rows measured LLM usage (:class:`~.metrics.MoneyCost`'s rules)
+    money: float = 0.0
+    metered: bool = False
+
+
+def _row_money(row: EvalRow) -> float:
+    """A row's ``cost_usd`` as MoneyCost counts it: 0 without a measured call, nan
+    for a call without a price."""
+    if "llm_usage" not in row.metadata:
+        return 0.0
+    value = row.metadata.get("cost_usd")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
 
 
 def _examples(records: Iterable[Record], suite: Mapping[str, Any]) -> dict[tuple[str, str], _Example]:
@@ -564,6 +580,8 @@ def _examples(records: Iterable[Record], suite: Mapping[str, Any]) -> dict[tuple
             passed=math.fsum(passes) / len(passes) if passes else None,
             tokens=math.fsum(r.output_tokens for r in rows) / len(rows),
             latency=math.fsum(lat) / len(lat) if lat else None,
+            money=math.fsum(_row_money(r) for r in rows) / len(rows),
+            metered=any("llm_usage" in r.metadata for r in rows),
         )
     return out
 
@@ -585,13 +603,16 @@ def compare(
     """Compare a run with a baseline, suite by suite, example by example.
 
     Per suite in both: ``pass_rate`` and ``mean_score`` always (plus
-    ``cost_of_pass`` and ``latency_mean`` when ``max_drops`` names them), each over
+    ``cost_of_pass``, ``latency_mean`` and ``cost_of_pass_usd`` when ``max_drops``
+    names them), each over
     the examples matched by ``(dataset, example_id)``: then, now, the paired
     difference with its interval and p-value, and the max-drop verdict when gated.
     ``pass_rate`` pairs each example's pass outcome (primary score ``>=`` the
     suite's threshold and no error; exact McNemar for single trials), ``mean_score``
     its :func:`~pytest_context_bench.metrics.row_score` (sign-flip test),
-    ``cost_of_pass`` the ratio of output tokens to passes (paired bootstrap), and
+    ``cost_of_pass`` the ratio of output tokens to passes (paired bootstrap),
+    ``cost_of_pass_usd`` the ratio of the rows' ``cost_usd`` to passes (the same
+    test; when either side's money is unknown its max-drop gate fails), and
     ``latency_mean`` bootstraps the current latencies against the baseline summary's
     mean (a baseline keeps no per-row latency). Repeated trials of one example are
     averaged first.
@@ -602,8 +623,8 @@ def compare(
     :param confidence: the required confidence (``--ctxbench-confidence``).
     :param seed: the seed of every resampling; same inputs, same comparison.
     :param n_resamples: bootstrap / sign-flip resamples per test.
-    :param extra_metrics: ``cost_of_pass`` and/or ``latency_mean`` to compare
-        without a gate (``ctxbench compare`` reports all four).
+    :param extra_metrics: ``cost_of_pass``, ``latency_mean`` and/or
+        ``cost_of_pass_usd`` to compare without a gate (``ctxbench compare``).
     :raises ConfigError: for a metric in ``max_drops`` that is not in
         :data:`DROP_METRICS`.
     """
@@ -631,13 +652,24 @@ def compare(
         metrics: list[MetricComparison] = []
         extra = set(extra_metrics)
         wanted = ["pass_rate", "mean_score"] + [
-            m for m in ("cost_of_pass", "latency_mean") if m in max_drops or m in extra
+            m
+            for m in ("cost_of_pass", "latency_mean", "cost_of_pass_usd")
+            if m in max_drops or m in extra
         ]
         for metric in wanted:
             result = _test(metric, matched, then, now, baseline.summary.get(label, {}), confidence, seed, n_resamples)
             tol = max_drops.get(metric)
             verdict = None
-            if tol is not None:
+            if tol is not None and metric == "cost_of_pass_usd" and _money_unknown(matched, then, now):
+                # An unmeasured cost never passes a gate (as --ctxbench-max-cost-usd).
+                verdict = DropVerdict(
+                    True,
+                    f"{label} {metric} FAILED: the money of this run or of the baseline is"
+                    " unknown (a call to a model without a price, or no priced call);"
+                    " price every model with --ctxbench-price, in both runs.",
+                    math.nan,
+                )
+            elif tol is not None:
                 verdict = drop_verdict(
                     result, tol.amount, DROP_METRICS[metric], tol.relative, confidence, name=f"{label} {metric}"
                 )
@@ -665,6 +697,20 @@ def compare(
     )
 
 
+def _money_unknown(
+    keys: list[tuple[str, str]],
+    then: Mapping[tuple[str, str], _Example],
+    now: Mapping[tuple[str, str], _Example],
+) -> bool:
+    """True when a side measured no priced call, or a call had no price: the
+    money of the comparison is unknown (as :class:`~.metrics.MoneyCost`'s nan)."""
+    if not keys:
+        return False
+    if not any(then[k].metered for k in keys) or not any(now[k].metered for k in keys):
+        return True
+    return any(math.isnan(side[k].money) for side in (then, now) for k in keys)
+
+
 def _test(
     metric: str,
     matched: list[tuple[str, str]],
@@ -682,12 +728,15 @@ def _test(
         pairs = [(getattr(then[k], attr), getattr(now[k], attr)) for k in matched]
         kept = [(b, a) for b, a in pairs if b is not None and a is not None]
         return paired_test([b for b, _ in kept], [a for _, a in kept], **kw)
-    if metric == "cost_of_pass":
+    if metric in ("cost_of_pass", "cost_of_pass_usd"):
         keys = [k for k in matched]
+        if metric == "cost_of_pass_usd" and _money_unknown(keys, then, now):
+            return paired_ratio_test([], [], [], [], **kw)  # nothing to test: n = 0
+        usd = metric == "cost_of_pass_usd"
         return paired_ratio_test(
-            [then[k].tokens for k in keys],
+            [then[k].money if usd else then[k].tokens for k in keys],
             [then[k].passed or 0.0 for k in keys],
-            [now[k].tokens for k in keys],
+            [now[k].money if usd else now[k].tokens for k in keys],
             [now[k].passed or 0.0 for k in keys],
             **kw,
         )

@@ -21,8 +21,9 @@ from .run import Record, RunReport
 
 __all__ = ["METRICS", "ReportComparison", "compare_reports"]
 
-#: What ``ctxbench compare`` compares, in order.
-METRICS = ("pass_rate", "mean_score", "cost_of_pass", "latency_mean")
+#: What ``ctxbench compare`` compares, in order (``cost_of_pass_usd`` when both
+#: runs priced their LLM calls).
+METRICS = ("pass_rate", "mean_score", "cost_of_pass", "latency_mean", "cost_of_pass_usd")
 
 
 @dataclass
@@ -149,12 +150,18 @@ def compare_reports(
         gates=[],
         records=b_records,
     )
+    # Money is compared when both runs priced their calls (--ctxbench-price).
+    priced = all(
+        any(isinstance(r.row.metadata.get("cost_usd"), (int, float)) for r in recs)
+        for recs in (a_records, b_records)
+    )
     result = compare(
         base,
         current,
         {},
         confidence=confidence,
-        extra_metrics=("cost_of_pass", "latency_mean"),
+        extra_metrics=("cost_of_pass", "latency_mean")
+        + (("cost_of_pass_usd",) if priced else ()),
     )
     out = ReportComparison(
         a_name,
