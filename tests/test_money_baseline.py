@@ -74,8 +74,16 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-def test_a_costlier_run_fails_the_money_max_drop_gate(project: pytest.Pytester) -> None:
-    gate = ["--ctxbench-baseline=base.json", "--ctxbench-max-drop=cost_of_pass_usd:10%"]
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+def test_a_costlier_run_fails_the_money_max_drop_gate(
+    project: pytest.Pytester, workers: list[str]
+) -> None:
+    """The rows' cost reaches the controller, which compares it with the baseline's."""
+    gate = [
+        "--ctxbench-baseline=base.json",
+        "--ctxbench-max-drop=cost_of_pass_usd:10%",
+        *workers,
+    ]
     same = _run(project, 100, "--ctxbench-price=m=1/2", *gate)
     assert same.ret == 0, same.stdout.str()
     same.stdout.fnmatch_lines(["*cost_of_pass_usd: now 0.00012, then 0.00012*passed*"])

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import qa_lines
@@ -84,7 +85,7 @@ class Screen:
                     i = osc.end()
                     continue
                 csi = self._CSI.match(data, i)
-                assert csi, f"unknown escape sequence at {data[i:i + 10]!r}"
+                assert csi, f"unknown escape sequence at {data[i : i + 10]!r}"
                 self._csi(csi.group(1), csi.group(2))
                 i = csi.end()
                 continue
@@ -280,12 +281,16 @@ def calls():
     calls.close()  # (it installed the process's call budget)
 
 
+def _writer(pytester: pytest.Pytester) -> tuple[Any, io.StringIO]:
+    """pytest's own TerminalWriter, writing into a buffer (then replayed)."""
+    out = io.StringIO()
+    return pytest.TerminalReporter(pytester.parseconfig(), out)._tw, out
+
+
 def test_drawn_below_pytests_line_and_erased_without_a_trace(
     pytester: pytest.Pytester, calls: Calls
 ) -> None:
-    config = pytester.parseconfig()
-    out = io.StringIO()
-    writer = pytest.TerminalReporter(config, out)._tw
+    writer, out = _writer(pytester)
     writer.fullwidth = 40
     now = [10.0]
     status = StatusLine(writer, calls, clock=lambda: now[0])
@@ -325,9 +330,7 @@ def test_drawn_below_pytests_line_and_erased_without_a_trace(
 def test_not_drawn_before_the_run_has_lasted_a_moment(
     pytester: pytest.Pytester, calls: Calls
 ) -> None:
-    config = pytester.parseconfig()
-    out = io.StringIO()
-    writer = pytest.TerminalReporter(config, out)._tw
+    writer, out = _writer(pytester)
     now = [100.0]
     status = StatusLine(writer, calls, clock=lambda: now[0])
     status.total = 20
@@ -365,8 +368,14 @@ def _env() -> dict[str, str]:
     env = dict(os.environ)
     # The terminal's size comes from the pty; an outer xdist run's variables are not
     # the inner run's.
-    for name in ("COLUMNS", "LINES", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT",
-                 "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST"):
+    for name in (
+        "COLUMNS",
+        "LINES",
+        "PYTEST_XDIST_WORKER",
+        "PYTEST_XDIST_WORKER_COUNT",
+        "PYTEST_ADDOPTS",
+        "PYTEST_CURRENT_TEST",
+    ):
         env.pop(name, None)
     env["TERM"] = "xterm"
     return env
