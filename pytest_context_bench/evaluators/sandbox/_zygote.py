@@ -39,7 +39,6 @@ import builtins
 import ctypes
 import ctypes.util
 import gc
-import glob
 import json
 import math
 import os
@@ -462,6 +461,26 @@ def elf_info(path: str) -> tuple[bytes, str | None, list[str], list[str]]:
         return b"", None, [], []
 
 
+def expand(pattern: str) -> list[str]:
+    """The files ``pattern`` names (``/etc/ld.so.conf.d/*.conf``); without
+    :mod:`glob` for the common one-star case (its regular expressions cost more
+    than the rest of the view)."""
+    folder, name = os.path.split(pattern)
+    if name.count("*") == 1 and not any(c in pattern for c in "?[") and \
+            "*" not in folder:
+        head, tail = name.split("*")
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        return sorted(os.path.join(folder, n) for n in names
+                      if n.startswith(head) and n.endswith(tail)
+                      and len(n) >= len(head) + len(tail))
+    import glob
+
+    return sorted(glob.glob(pattern))
+
+
 def library_dirs() -> list[str]:
     """Where the dynamic loader looks for a library, after an object's run paths:
     ``LD_LIBRARY_PATH``, the directories of ``/etc/ld.so.conf`` (what its cache
@@ -484,7 +503,7 @@ def library_dirs() -> list[str]:
                 pattern = line[len("include"):].strip()
                 if not pattern.startswith("/"):
                     pattern = os.path.join(os.path.dirname(conf), pattern)
-                todo.extend(sorted(glob.glob(pattern)))
+                todo.extend(expand(pattern))
             elif line.startswith("/"):
                 dirs.append(line)
     arch = getattr(sys.implementation, "_multiarch", "") or ""
@@ -495,11 +514,24 @@ def library_dirs() -> list[str]:
     return list(dict.fromkeys(dirs))
 
 
+def elf_kind(path: str) -> bytes:
+    """Class, byte order and machine of an ELF file (empty: not one)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return b""
+    return head[4:6] + head[18:20] if head[:4] == b"\x7fELF" and len(head) == 20 else b""
+
+
 def shared_libraries(roots: list[str]) -> list[str]:
     """The shared libraries (and program interpreter) the ELF files ``roots`` load,
     transitively, as the dynamic loader would find them."""
     dirs = library_dirs()
+    exists = {d for d in dirs if os.path.isdir(d)}
+    dirs = [d for d in dirs if d in exists]
     found: dict[str, None] = {}
+    resolved: dict[tuple[str, bytes, tuple[str, ...]], str | None] = {}
     todo = list(roots)
     seen: set[str] = set()
     while todo:
@@ -510,19 +542,27 @@ def shared_libraries(roots: list[str]) -> list[str]:
         kind, interp, needed, runpath = elf_info(path)
         if not kind:
             continue
-        origin = os.path.dirname(os.path.realpath(path))
+        origin = ""
+        if any("ORIGIN" in p for p in runpath):
+            origin = os.path.dirname(os.path.realpath(path))
         if interp and interp not in found:
             found[interp] = None
             todo.append(interp)
         search = [p.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
                   for p in runpath] + dirs
         for name in needed:
-            for candidate in [name] if "/" in name else [os.path.join(d, name)
-                                                          for d in search]:
-                if os.path.isfile(candidate) and elf_info(candidate)[0] == kind:
-                    found.setdefault(candidate, None)
-                    todo.append(candidate)
-                    break
+            key = (name, kind, tuple(search[:len(search) - len(dirs)]))
+            if key not in resolved:
+                resolved[key] = None
+                for candidate in [name] if "/" in name else [os.path.join(d, name)
+                                                              for d in search]:
+                    if os.path.isfile(candidate) and elf_kind(candidate) == kind:
+                        resolved[key] = candidate
+                        break
+            library = resolved[key]
+            if library is not None and library not in found:
+                found[library] = None
+                todo.append(library)
     return list(found)
 
 
@@ -541,14 +581,18 @@ def python_files(packages: list[str]) -> tuple[list[str], list[str], list[str]]:
             if os.path.isdir(os.path.join(top, name)):
                 hidden.append(os.path.join(top, name))
     native = [os.path.realpath(executable)]
-    for top in [*stdlib, *packages]:
+    for top in stdlib:  # extension modules sit at the top (lib-dynload): no walk
+        try:
+            names = os.listdir(top)
+        except OSError:
+            continue
+        native.extend(os.path.join(top, n) for n in names if n.endswith(".so"))
+    for top in packages:
         if os.path.isfile(top):
             native.append(top)
             continue
-        for folder, subdirs, files in os.walk(top):
-            subdirs[:] = [d for d in subdirs if os.path.join(folder, d) not in hidden]
-            native.extend(os.path.join(folder, n) for n in files
-                          if ".so" in n or n.endswith(".pyd"))
+        for folder, _subdirs, files in os.walk(top):
+            native.extend(os.path.join(folder, n) for n in files if ".so" in n)
     return paths, native, [h for h in hidden
                            if not any(under(p, h) for p in packages)]
 
