@@ -18,8 +18,9 @@ import site
 import sys
 import sysconfig
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -405,3 +406,27 @@ def test_no_sandbox_line_without_code(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1)
     assert "code sandbox" not in result.stdout.str()
     assert "sandbox" not in json.loads(out.read_text())["run"]
+
+
+def test_the_packages_option(pytester: pytest.Pytester) -> None:
+    """--ctxbench-code-packages: a declared package is importable by the code; an
+    unknown one is a usage error naming the option."""
+    pytest.importorskip("tabulate")
+    rows = [{"id": "t1", "context": "def f():\n",
+             "answer": "    import tabulate\n    return 1\n",
+             "test": "def check(candidate):\n    assert candidate() == 1\n",
+             "entry_point": "f"}]
+    pytester.makefile(".jsonl", code="\n".join(json.dumps(x) for x in rows) + "\n")
+    pytester.makepyfile(answer=ANSWER_SYSTEM)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    args = ["-p", "no:cacheprovider", "--ctxbench-dataset=code.jsonl",
+            "--ctxbench-task=code", "--ctxbench-system=answer:answer"]
+    declared = pytester.runpytest_subprocess(*args, "--ctxbench-code-packages=tabulate")
+    declared.assert_outcomes(passed=1)
+    if _level() == "namespaces":
+        plain = pytester.runpytest_subprocess(*args)
+        assert plain.parseoutcomes().get("below") == 1
+        plain.stdout.fnmatch_lines(["*No module named 'tabulate'*"])
+    bad = pytester.runpytest_subprocess(*args, "--ctxbench-code-packages=no-such-x")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--ctxbench-code-packages*'no-such-x' is not installed*"])

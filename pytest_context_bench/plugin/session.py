@@ -11,7 +11,8 @@ import os
 import platform
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 

@@ -330,6 +330,32 @@ def kernel_at_least(major: int, minor: int) -> bool:
         return False
 
 
+def probe_namespaces(enter: Callable[[], None]) -> None:
+    """Run ``enter`` and a tmpfs mount in a child; raise its OSError here."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            enter()
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=4k")
+            os._exit(0)
+        except BaseException as exc:  # noqa: BLE001 (any failure means no)
+            error = getattr(exc, "errno", None) or 1
+            os.write(write_end, f"{error} {getattr(exc, 'strerror', exc)}".encode())
+            os._exit(1)
+    os.close(write_end)
+    message = b""
+    while chunk := os.read(read_end, 4096):
+        message += chunk
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        code, _, text = message.decode("utf-8", "replace").partition(" ")
+        raise OSError(int(code) if code.isdigit() else 1, text or "refused")
+
+
 def setup_namespaces(config: dict[str, Any], setup: Setup) -> bool:
     """Enter new namespaces; True when this process must fork the PID-1 forker."""
     if not sys.platform.startswith("linux") or config.get("namespaces") is False:
@@ -338,16 +364,26 @@ def setup_namespaces(config: dict[str, Any], setup: Setup) -> bool:
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
     if config["network"] != "allow":
         flags |= CLONE_NEWNET
-    try:
-        if config.get("simulate_no_namespaces"):
-            raise OSError(1, "refused for a test (CTXBENCH_SANDBOX_NAMESPACES=0)")
-        if os.geteuid() != 0:
+    userns = os.geteuid() != 0
+
+    def enter() -> None:
+        if userns:
             unshare(CLONE_NEWUSER)
-            setup.userns = True
             write_file("/proc/self/setgroups", "deny")
             write_file("/proc/self/uid_map", f"0 {uid} 1")
             write_file("/proc/self/gid_map", f"0 {gid} 1")
         unshare(flags)
+
+    try:
+        if config.get("simulate_no_namespaces"):
+            raise OSError(1, "refused for a test (CTXBENCH_SANDBOX_NAMESPACES=0)")
+        if userns:
+            # A user namespace cannot be left: try in a child first, so that a
+            # refusal half-way (AppArmor on Ubuntu 24.04 lets unshare pass, then
+            # refuses the uid map or the mounts) leaves this process as it was.
+            probe_namespaces(enter)
+        enter()
+        setup.userns = userns
     except OSError as exc:
         setup.notes.append(f"namespaces unavailable ({exc.strerror}); basic mode")
         setup.userns = False
