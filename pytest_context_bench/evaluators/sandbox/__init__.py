@@ -1,8 +1,9 @@
 """Run untrusted Python (model-generated code) and tell whether its tests passed.
 
 :class:`Sandbox` keeps a small pool of pre-started, clean parent processes
-("zygotes", ``python -I -B _zygote.py``, standard library only, minimal
-environment). Each program runs in a child the zygote forks, so a run costs a
+("zygotes", ``python -I -S -B _zygote.py`` run by the base interpreter's real file,
+so no site-packages is on ``sys.path`` and no ``.pth`` file ran; standard library
+only, minimal environment). Each program runs in a child the zygote forks, so a run costs a
 ``fork`` rather than an interpreter start-up. One zygote serves one run at a
 time; concurrent callers (threads) get one each, so ``evaluate(max_workers=N)``
 and pytest-xdist workers both scale.
@@ -23,23 +24,28 @@ What every child gets, on every platform with ``fork``:
 Where Linux lets the zygote create namespaces (root with CAP_SYS_ADMIN, or an
 unprivileged user namespace, as on most distributions except where AppArmor
 restricts them, e.g. Ubuntu 24.04), :meth:`Sandbox.isolation` reports
-``namespaces: True`` and the child also gets:
+``level: "namespaces"`` and the child also gets:
 
 - no network (a network namespace with no interface up) unless
   ``network="allow"``; Unix sockets that exist as files are still files;
 - a PID namespace whose init is the zygote's forker, which kills every process
   left after each run (``kill(-1)``), so even a daemon that left the process group
   dies; the program cannot signal anything outside;
-- a read-only view of every file system, except a private ``/tmp`` and
-  ``/dev/shm`` that are wiped after each run; home directories (``~``, ``/root``)
-  hidden behind an empty tmpfs, with Python's own directories bound back
-  read-only;
+- an allow-list for a root file system (entered with ``pivot_root``): the
+  interpreter, the standard library (its site-packages hidden), the shared
+  libraries they load, the declared ``packages``, ``/etc/ld.so.cache``,
+  ``/etc/localtime``, ``/usr/share/zoneinfo``, all read-only; five device files;
+  a private ``/proc``; private ``/tmp`` and ``/dev/shm`` wiped after each run.
+  Nothing else of the host: no dataset or data directory, no checkout, no home,
+  no host ``/tmp``, no installed package (:meth:`Sandbox.isolation` lists the
+  ``view``);
 - as root: an unused uid of its own (so the process limit applies and no file of
   the host is writable); as an unprivileged user: no capabilities.
 
-Without namespaces ("basic" mode: macOS, containers that forbid ``unshare``, or
-AppArmor-restricted user namespaces) there is no network isolation and the files
-the user can write stay writable by absolute path (``~`` points into the temporary
+Without namespaces (``level: "basic"``: macOS, containers that forbid ``unshare``,
+AppArmor-restricted user namespaces, or ``CTXBENCH_SANDBOX_NAMESPACES=0``, which
+simulates that for tests) there is no network isolation, every file the user can
+read is readable and the files the user can write stay writable by absolute path (``~`` points into the temporary
 directory, so code that writes to ``~`` stays inside). The forker is then a child
 subreaper and kills escaped processes it finds in ``/proc``. As root without
 namespaces, children switch to an unused uid when the interpreter stays readable

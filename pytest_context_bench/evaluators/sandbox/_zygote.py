@@ -15,10 +15,12 @@ Isolation is set up once, in the zygote, where Linux allows it (root with
 CAP_SYS_ADMIN, or an unprivileged user namespace): new mount, PID, IPC and
 (unless ``network="allow"``) network namespaces; the zygote's forker becomes PID 1
 of the new PID namespace, so ``kill(-1)`` after each run removes every process the
-program left, and nothing can address a process outside. Every mount is made
-read-only, ``/tmp`` and ``/dev/shm`` become private ``noexec`` tmpfs, and home directories
-are hidden behind an empty tmpfs (with Python's own directories bound back,
-read-only). As root, each child also switches to an unused uid. Elsewhere
+program left, and nothing can address a process outside. The root becomes an
+allow-list (:func:`setup_filesystem`): an empty read-only tmpfs holding, bound
+read-only, only the interpreter, the standard library (site-packages hidden), the
+shared libraries they load (read from the ELF headers), the declared packages and a
+few files of ``/etc``; five devices; a private ``/proc``; private ``noexec`` ``/tmp``
+and ``/dev/shm``. As root, each child also switches to an unused uid. Elsewhere
 ("basic" mode) the forker is a child subreaper and sweeps escaped processes by
 scanning ``/proc``.
 
@@ -206,7 +208,7 @@ class Setup:
         self.uid_span = 0
         self.work = tempfile.gettempdir()
         self.private_dirs: list[str] = []  # private tmpfs, wiped after each run
-        self.keep: set[str] = set()  # entries of those the view needs (not wiped)
+        self.keep: set[str] = set()  # the view's mounts inside those (not wiped)
         self.view: list[str] = []  # what the file-system view binds from the host
         self.nproc_base = 0  # tasks already counted against RLIMIT_NPROC
         self.notes: list[str] = []
@@ -767,8 +769,7 @@ def setup_filesystem(config: dict[str, Any], setup: Setup) -> None:
     setup.work = "/tmp"
     setup.private_dirs = ["/tmp", "/dev/shm"]
     # The view's own entries under /tmp (Python living there) survive the wipes.
-    setup.keep = {"/tmp/" + p[len("/tmp/"):].split("/")[0]
-                  for p in real if under(p, "/tmp") and p != "/tmp"}
+    setup.keep = {p for p in real if under(p, "/tmp") and p != "/tmp"}
     setup.view = real + [f"/dev/{name}" for name in DEVICES]
 
 
@@ -890,6 +891,8 @@ def remove_tree(path: str) -> None:
 
 
 def wipe(directory: str, keep: set[str]) -> None:
+    """Empty ``directory``, but for the view's mounts in ``keep`` (Python living
+    under /tmp): the directories leading to them are wiped around them."""
     try:
         entries = os.listdir(directory)
     except OSError:
@@ -897,6 +900,9 @@ def wipe(directory: str, keep: set[str]) -> None:
     for name in entries:
         path = os.path.join(directory, name)
         if path in keep:
+            continue
+        if any(under(k, path) for k in keep):
+            wipe(path, keep)
             continue
         if os.path.isdir(path) and not os.path.islink(path):
             remove_tree(path)
