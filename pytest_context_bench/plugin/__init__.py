@@ -108,11 +108,12 @@ class State:
             })
         return out
 
-    def sandbox_isolation(self) -> dict[str, Any] | None:
+    def sandbox_isolation(self, *, release: bool = False) -> dict[str, Any] | None:
         """How the command-line run's generated code is isolated
         (``Sandbox.isolation()``: ``level``, ``view``, ``notes``...), or None when no
         command-line dataset runs code. Asked of the sandbox the examples use, so in
-        one process its first zygote then serves the first example."""
+        one process its first zygote then serves the first example; ``release``
+        stops that zygote (an xdist controller runs no example)."""
         spec = self.cli_spec
         if self.sandbox is not None or spec is None:
             return self.sandbox
@@ -127,6 +128,8 @@ class State:
                     self.sandbox = dict(sandbox.isolation())
                 except Exception as exc:  # noqa: BLE001 (SandboxError: said, not raised)
                     self.sandbox = {"level": "unavailable", "notes": [str(exc)]}
+                if release and callable(getattr(sandbox, "close", None)):
+                    sandbox.close()
                 return self.sandbox
         return None
 
@@ -395,7 +398,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ds = ", ".join(f"{d.tag} ({size(d)})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
     lines = [f"ctxbench: datasets {ds}; systems {systems}"]
-    sandbox = state.sandbox_isolation()  # None unless a dataset runs code
+    # None unless a dataset runs code. Under xdist the workers run the examples,
+    # each with its own sandbox: the controller's zygote stops once asked.
+    xdist = getattr(config.option, "dist", "no") not in ("no", None)
+    sandbox = state.sandbox_isolation(release=xdist)
     if sandbox is not None:
         lines.append(sandbox_line(sandbox))
     return lines
