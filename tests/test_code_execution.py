@@ -541,7 +541,9 @@ def test_bad_configuration(kwargs: dict[str, Any]) -> None:
 
 def test_isolation_report_shape(ev: CodeExecution) -> None:
     iso = ev.sandbox.isolation()
-    assert set(iso) == {"namespaces", "user_namespace", "network", "filesystem", "proc",
-                        "uid_switch", "process_limit", "notes"}
+    assert set(iso) == {"level", "namespaces", "user_namespace", "network", "filesystem",
+                        "proc", "uid_switch", "process_limit", "view", "notes"}
+    assert iso["level"] in ("namespaces", "basic")
     assert iso["network"] in ("isolated", "shared")
     assert iso["filesystem"] in ("isolated", "basic")
+    assert (iso["level"] == "namespaces") == (iso["filesystem"] == "isolated")

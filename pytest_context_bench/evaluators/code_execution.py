@@ -26,6 +26,7 @@ import builtins
 import keyword
 import re
 import threading
+from collections.abc import Sequence
 from typing import Any, Final
 
 from .sandbox import NETWORK_POLICIES, REASONS, Sandbox, SandboxResult
@@ -200,6 +201,9 @@ class CodeExecution:
     :param max_file_mb: the largest file the program may write, in MiB.
     :param namespaces: ``False`` skips Linux namespaces even where available
         (the sandbox's "basic" mode; for troubleshooting).
+    :param packages: installed distributions (or import names) the programs may
+        import besides the standard library, e.g. ``("numpy",)``; the sandbox's view
+        holds nothing else of site-packages (docs/evaluators.md).
 
     >>> ev = CodeExecution(timeout=10.0)
     >>> ev.score({"context": "def add(a, b):\\n",
@@ -220,6 +224,7 @@ class CodeExecution:
         max_processes: int = 64,
         max_file_mb: int = 16,
         namespaces: bool = True,
+        packages: Sequence[str] = (),
     ) -> None:
         self._config: dict[str, Any] = {
             "timeout": timeout,
@@ -229,6 +234,9 @@ class CodeExecution:
             "max_file_mb": max_file_mb,
             "namespaces": namespaces,
         }
+        if packages:  # kept out of repr and pickles when empty, as before
+            self._config["packages"] = (
+                packages if isinstance(packages, str) else tuple(packages))
         self._sandbox = Sandbox(**self._config)
         self._local = threading.local()
 

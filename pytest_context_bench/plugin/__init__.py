@@ -78,6 +78,8 @@ class State:
     #: the run's LLM cache, and what was active before (restored at unconfigure)
     llm_cache: Any = None
     llm_previous: tuple[Any, Any] | None = None
+    #: the code sandbox's isolation, once asked (see sandbox_isolation)
+    sandbox: dict[str, Any] | None = None
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -105,6 +107,31 @@ class State:
                 "skipped_records": [s.describe() for s in skipped],
             })
         return out
+
+    def sandbox_isolation(self, *, release: bool = False) -> dict[str, Any] | None:
+        """How the command-line run's generated code is isolated
+        (``Sandbox.isolation()``: ``level``, ``view``, ``notes``...), or None when no
+        command-line dataset runs code. Asked of the sandbox the examples use, so in
+        one process its first zygote then serves the first example; ``release``
+        stops that zygote (an xdist controller runs no example)."""
+        spec = self.cli_spec
+        if self.sandbox is not None or spec is None:
+            return self.sandbox
+        for pos, ds in enumerate(spec.datasets):
+            if spec.evaluators is None and ds.family != "code":
+                continue  # nothing is built for a dataset that runs no code
+            for ev in spec.evaluators_for(pos):
+                sandbox = getattr(ev, "sandbox", None)
+                if sandbox is None or not callable(getattr(sandbox, "isolation", None)):
+                    continue
+                try:
+                    self.sandbox = dict(sandbox.isolation())
+                except Exception as exc:  # noqa: BLE001 (SandboxError: said, not raised)
+                    self.sandbox = {"level": "unavailable", "notes": [str(exc)]}
+                if release and callable(getattr(sandbox, "close", None)):
+                    sandbox.close()
+                return self.sandbox
+        return None
 
     def tokenizer(self) -> Callable[[str], int]:
         if self._tokenizer is None:
@@ -227,6 +254,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if state.cli_spec is not None:
             state.controller.expect(_suite_wire(state.cli_spec, state))
         state.controller.llm_cache = state.llm_cache
+        state.controller.sandbox_info = state.sandbox_isolation
         config.pluginmanager.register(state.controller, "ctxbench-controller")
 
 
@@ -369,7 +397,30 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
     ds = ", ".join(f"{d.tag} ({size(d)})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
-    return [f"ctxbench: datasets {ds}; systems {systems}"]
+    lines = [f"ctxbench: datasets {ds}; systems {systems}"]
+    # None unless a dataset runs code. Under xdist the workers run the examples,
+    # each with its own sandbox: the controller's zygote stops once asked.
+    xdist = getattr(config.option, "dist", "no") not in ("no", None)
+    sandbox = state.sandbox_isolation(release=xdist)
+    if sandbox is not None:
+        lines.append(sandbox_line(sandbox))
+    return lines
+
+
+def sandbox_line(info: dict[str, Any]) -> str:
+    """The header line saying how generated code is isolated (docs/guarantees.md)."""
+    level = info.get("level", "unavailable")
+    if level == "namespaces":
+        network = "no network" if info.get("network") == "isolated" else "network allowed"
+        what = (f"allow-list file view (standard library only), private /tmp, {network},"
+                " own PID namespace")
+    elif level == "basic":
+        why = "; ".join(info.get("notes") or []) or "namespaces off"
+        what = (f"{why}: programs can read the user's files and reach the network;"
+                " see docs/guarantees.md")
+    else:
+        what = "; ".join(info.get("notes") or []) or "no sandbox can run here"
+    return f"ctxbench: code sandbox: {level} ({what})"
 
 
 def _defer(config: pytest.Config, state: State, message: str) -> None:

@@ -287,6 +287,13 @@ CODE_NETWORK = _opt(
     " (refuse to run without network isolation) or allow. Default: auto",
     "POLICY",
 )
+CODE_PACKAGES = _opt(
+    "code-packages",
+    "list",
+    "CodeExecution: an installed distribution the generated code may import besides"
+    " the standard library, repeatable (e.g. numpy). Default: the standard library only",
+    "DIST",
+)
 CACHE = _opt(
     "cache",
     "str",
@@ -397,6 +404,7 @@ OPTIONS: tuple[Option, ...] = (
     CODE_TIMEOUT,
     CODE_MEMORY,
     CODE_NETWORK,
+    CODE_PACKAGES,
     ALLOW_EMPTY,
     CACHE,
     CACHE_DIR,
@@ -794,6 +802,17 @@ class Settings:
                     f"{CODE_NETWORK.where(from_cli)} must be auto, deny or allow, given: {raw!r}"
                 )
             code["network"] = policy
+        listed, from_cli = get(CODE_PACKAGES)
+        packages = tuple(n.strip() for v in listed for n in str(v).split(",") if n.strip())
+        if packages:
+            from ..errors import ConfigError
+            from ..evaluators.sandbox import resolve_packages
+
+            try:
+                resolve_packages(packages)
+            except ConfigError as exc:
+                raise pytest.UsageError(f"{CODE_PACKAGES.where(from_cli)}: {exc}") from None
+            code["packages"] = packages
         cache_mode, cache_dir, prices = _cache_settings(get, invdir, inidir)
         concurrency = integer(CONCURRENCY, 1)
         rate_raw, rate_cli = get(RATE_LIMIT)

@@ -11,6 +11,7 @@ import os
 import platform
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -92,6 +93,8 @@ class Controller:
         self.view_errors: list[str] = []
         #: the run's LLM cache (set by the plugin) and what it and the calls did
         self.llm_cache: Any = None
+        #: () -> the code sandbox's isolation, or None when no dataset runs code
+        self.sandbox_info: Callable[[], dict[str, Any] | None] | None = None
         self.llm: dict[str, Any] | None = None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
@@ -456,6 +459,9 @@ class Controller:
                 "text_fields": list(self.settings.text_fields or ("context", "question", "turns")),
             },
         }
+        sandbox = self.sandbox_info() if self.sandbox_info is not None else None
+        if sandbox is not None:
+            run["sandbox"] = sandbox
         doc = to_json_dict(self.report, run=run, gates_enforced=self.gate_enforced, version=self.version)
         if self.llm is not None:
             doc["llm"] = json_safe(self.llm)

@@ -1,8 +1,9 @@
 """Run untrusted Python (model-generated code) and tell whether its tests passed.
 
 :class:`Sandbox` keeps a small pool of pre-started, clean parent processes
-("zygotes", ``python -I -B _zygote.py``, standard library only, minimal
-environment). Each program runs in a child the zygote forks, so a run costs a
+("zygotes", ``python -I -S -B _zygote.py`` run by the base interpreter's real file,
+so no site-packages is on ``sys.path`` and no ``.pth`` file ran; standard library
+only, minimal environment). Each program runs in a child the zygote forks, so a run costs a
 ``fork`` rather than an interpreter start-up. One zygote serves one run at a
 time; concurrent callers (threads) get one each, so ``evaluate(max_workers=N)``
 and pytest-xdist workers both scale.
@@ -23,23 +24,28 @@ What every child gets, on every platform with ``fork``:
 Where Linux lets the zygote create namespaces (root with CAP_SYS_ADMIN, or an
 unprivileged user namespace, as on most distributions except where AppArmor
 restricts them, e.g. Ubuntu 24.04), :meth:`Sandbox.isolation` reports
-``namespaces: True`` and the child also gets:
+``level: "namespaces"`` and the child also gets:
 
 - no network (a network namespace with no interface up) unless
   ``network="allow"``; Unix sockets that exist as files are still files;
 - a PID namespace whose init is the zygote's forker, which kills every process
   left after each run (``kill(-1)``), so even a daemon that left the process group
   dies; the program cannot signal anything outside;
-- a read-only view of every file system, except a private ``/tmp`` and
-  ``/dev/shm`` that are wiped after each run; home directories (``~``, ``/root``)
-  hidden behind an empty tmpfs, with Python's own directories bound back
-  read-only;
+- an allow-list for a root file system (entered with ``pivot_root``): the
+  interpreter, the standard library (its site-packages hidden), the shared
+  libraries they load, the declared ``packages``, ``/etc/ld.so.cache``,
+  ``/etc/localtime``, ``/usr/share/zoneinfo``, all read-only; five device files;
+  a private ``/proc``; private ``/tmp`` and ``/dev/shm`` wiped after each run.
+  Nothing else of the host: no dataset or data directory, no checkout, no home,
+  no host ``/tmp``, no installed package (:meth:`Sandbox.isolation` lists the
+  ``view``);
 - as root: an unused uid of its own (so the process limit applies and no file of
   the host is writable); as an unprivileged user: no capabilities.
 
-Without namespaces ("basic" mode: macOS, containers that forbid ``unshare``, or
-AppArmor-restricted user namespaces) there is no network isolation and the files
-the user can write stay writable by absolute path (``~`` points into the temporary
+Without namespaces (``level: "basic"``: macOS, containers that forbid ``unshare``,
+AppArmor-restricted user namespaces, or ``CTXBENCH_SANDBOX_NAMESPACES=0``, which
+simulates that for tests) there is no network isolation, every file the user can
+read is readable and the files the user can write stay writable by absolute path (``~`` points into the temporary
 directory, so code that writes to ``~`` stays inside). The forker is then a child
 subreaper and kills escaped processes it finds in ``/proc``. As root without
 namespaces, children switch to an unused uid when the interpreter stays readable
@@ -157,16 +163,52 @@ def _minimal_env() -> dict[str, str]:
     return env
 
 
-def _homes() -> list[str]:
-    """Directories to hide from the program: home directories hold credentials."""
-    found = {"/root", os.path.expanduser("~")}
-    try:
-        import pwd  # POSIX only
+def _interpreter() -> str:
+    """The interpreter the zygote runs: the real file of the base installation's
+    (not a virtual environment's link, whose packages the sandbox must not see)."""
+    for candidate in (getattr(sys, "_base_executable", "") or "", sys.executable):
+        real = os.path.realpath(candidate) if candidate else ""
+        if real and os.path.isfile(real) and os.access(real, os.X_OK):
+            return real
+    return sys.executable
 
-        found.add(pwd.getpwuid(os.getuid()).pw_dir)
-    except (ImportError, KeyError, OSError):
-        pass
-    return sorted(p for p in found if p and p != "/")
+
+def resolve_packages(names: Sequence[str]) -> dict[str, list[str]]:
+    """The files of the installed distributions ``names`` (distribution or import
+    names: ``numpy``, ``scikit-learn``, ``sklearn``) that the sandbox's view binds,
+    and the directories they are imported from.
+
+    :return: ``{"paths": [...], "sys_path": [...]}`` (real paths).
+    :raises ConfigError: a name that is not installed here.
+    """
+    from importlib import metadata
+
+    paths: list[str] = []
+    sys_path: list[str] = []
+    by_import: dict[str, list[str]] | None = None
+    for name in names:
+        try:
+            dists = [metadata.distribution(name)]
+        except metadata.PackageNotFoundError:
+            if by_import is None:
+                finder = getattr(metadata, "packages_distributions", None)
+                by_import = dict(finder()) if finder is not None else {}
+            dists = [metadata.distribution(d) for d in by_import.get(name, [])]
+        if not dists:
+            raise ConfigError(
+                f"packages: {name!r} is not installed for {sys.executable}: install it"
+                f" (pip install {name}) or remove it from the sandbox's packages.")
+        for dist in dists:
+            site = os.path.realpath(str(dist.locate_file("")))
+            tops = {f.parts[0] for f in (dist.files or []) if f.parts and f.parts[0]
+                    not in ("..", "/") and not f.parts[0].startswith("__")}
+            for top in sorted(tops):
+                path = os.path.join(site, top)
+                if os.path.exists(path) and os.path.realpath(path) not in paths:
+                    paths.append(os.path.realpath(path))
+            if site not in sys_path:
+                sys_path.append(site)
+    return {"paths": paths, "sys_path": sys_path}
 
 
 def _write_frame(stream: IO[bytes], frame: dict[str, Any]) -> None:
@@ -210,9 +252,11 @@ def _read_frame(fd: int, timeout: float) -> dict[str, Any]:
 class _Zygote:
     """One pre-started parent process and its pipes."""
 
-    def __init__(self, network: str, namespaces: bool) -> None:
+    def __init__(self, network: str, namespaces: bool,
+                 packages: dict[str, list[str]]) -> None:
+        # -S: no site-packages on sys.path and no .pth file of a package run.
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-B", _ZYGOTE],
+            [_interpreter(), "-I", "-S", "-B", _ZYGOTE],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -225,8 +269,12 @@ class _Zygote:
         self.stdin = self.proc.stdin
         self.out_fd = self.proc.stdout.fileno()
         try:
-            _write_frame(self.stdin, {"op": "init", "network": network,
-                                      "namespaces": namespaces, "hide": _homes()})
+            _write_frame(self.stdin, {
+                "op": "init", "network": network, "namespaces": namespaces,
+                "packages": packages,
+                "simulate_no_namespaces":
+                    os.environ.get("CTXBENCH_SANDBOX_NAMESPACES", "").strip() == "0",
+            })
             ready = _read_frame(self.out_fd, _START_TIMEOUT)
         except (OSError, EOFError, TimeoutError, ValueError) as exc:
             detail = self.stderr_text()
@@ -291,7 +339,10 @@ class Sandbox:
     :param output_cap: bytes of stdout/stderr kept for :attr:`SandboxResult.output`.
     :param namespaces: ``False`` skips Linux namespaces even where they are
         available ("basic" mode; for comparison and troubleshooting).
-    :raises ConfigError: on a bad value.
+    :param packages: installed distributions (or import names) the programs may
+        import besides the standard library, e.g. ``("numpy",)``: their files join
+        the sandbox's view, read-only (see :func:`resolve_packages`).
+    :raises ConfigError: on a bad value, or a package that is not installed.
     """
 
     def __init__(
@@ -305,7 +356,13 @@ class Sandbox:
         max_open_files: int = 64,
         output_cap: int = 64 * 1024,
         namespaces: bool = True,
+        packages: Sequence[str] = (),
     ) -> None:
+        if isinstance(packages, str) or not all(
+            isinstance(p, str) and p.strip() for p in packages
+        ):
+            raise ConfigError(f"packages must be a list of distribution names, got "
+                              f"{packages!r}.")
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not (
             math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT
         ):
@@ -332,6 +389,8 @@ class Sandbox:
         self.max_open_files = max_open_files
         self.output_cap = output_cap
         self.namespaces = bool(namespaces)
+        self.packages = tuple(p.strip() for p in packages)
+        self._files = resolve_packages(self.packages)
         self._lock = threading.Lock()
         self._idle: list[_Zygote] = []  # mutated in place: the finalizer holds it
         self._pid = os.getpid()
@@ -357,7 +416,7 @@ class Sandbox:
                     self, _close_zygotes, self._idle, self._pid)
             if self._idle:
                 return self._idle.pop()
-        zygote = _Zygote(self.network, self.namespaces)
+        zygote = _Zygote(self.network, self.namespaces, self._files)
         with self._lock:
             self._ready = zygote.ready
         return zygote
@@ -372,10 +431,12 @@ class Sandbox:
     def isolation(self) -> dict[str, Any]:
         """What this machine grants the sandbox (starts a zygote when none ran yet).
 
-        Keys: ``namespaces``, ``user_namespace`` (bool), ``network``
-        (``"isolated"``/``"shared"``), ``filesystem`` (``"isolated"``/``"basic"``),
+        Keys: ``level`` (``"namespaces"`` or ``"basic"``), ``namespaces``,
+        ``user_namespace`` (bool), ``network`` (``"isolated"``/``"shared"``),
+        ``filesystem`` (``"isolated"``: the allow-list view, or ``"basic"``),
         ``proc`` (``"private"``/``"host"``), ``uid_switch``, ``process_limit``
-        (bool), ``notes`` (list of str).
+        (bool), ``view`` (the host paths the view binds, read-only), ``notes``
+        (list of str).
         """
         if self._ready is None:
             self._release(self._acquire())

@@ -15,10 +15,12 @@ Isolation is set up once, in the zygote, where Linux allows it (root with
 CAP_SYS_ADMIN, or an unprivileged user namespace): new mount, PID, IPC and
 (unless ``network="allow"``) network namespaces; the zygote's forker becomes PID 1
 of the new PID namespace, so ``kill(-1)`` after each run removes every process the
-program left, and nothing can address a process outside. Every mount is made
-read-only, ``/tmp`` and ``/dev/shm`` become private ``noexec`` tmpfs, and home directories
-are hidden behind an empty tmpfs (with Python's own directories bound back,
-read-only). As root, each child also switches to an unused uid. Elsewhere
+program left, and nothing can address a process outside. The root becomes an
+allow-list (:func:`setup_filesystem`): an empty read-only tmpfs holding, bound
+read-only, only the interpreter, the standard library (site-packages hidden), the
+shared libraries they load (read from the ELF headers), the declared packages and a
+few files of ``/etc``; five devices; a private ``/proc``; private ``noexec`` ``/tmp``
+and ``/dev/shm``. As root, each child also switches to an unused uid. Elsewhere
 ("basic" mode) the forker is a child subreaper and sweeps escaped processes by
 scanning ``/proc``.
 
@@ -52,7 +54,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from stat import S_ISREG
+from stat import S_ISLNK, S_ISREG
 from typing import Any, NoReturn
 
 # Kernel constants (Linux).
@@ -206,6 +208,8 @@ class Setup:
         self.uid_span = 0
         self.work = tempfile.gettempdir()
         self.private_dirs: list[str] = []  # private tmpfs, wiped after each run
+        self.keep: set[str] = set()  # the view's mounts inside those (not wiped)
+        self.view: list[str] = []  # what the file-system view binds from the host
         self.nproc_base = 0  # tasks already counted against RLIMIT_NPROC
         self.notes: list[str] = []
 
@@ -213,6 +217,7 @@ class Setup:
         return {
             "op": "ready",
             "pid": os.getpid(),
+            "level": self.level(),
             "namespaces": self.namespaces,
             "user_namespace": self.userns,
             "network": self.network,
@@ -220,8 +225,14 @@ class Setup:
             "proc": self.proc,
             "uid_switch": self.uid_base is not None,
             "process_limit": self.nproc_base >= 0,
+            "view": self.view,
             "notes": self.notes,
         }
+
+    def level(self) -> str:
+        """``namespaces``: the allow-list view, private PID, IPC and (unless
+        allowed) network namespaces; ``basic``: none of them."""
+        return "namespaces" if self.filesystem == "isolated" else "basic"
 
 
 def needed_paths() -> list[str]:
@@ -238,24 +249,6 @@ def needed_paths() -> list[str]:
 
 def under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def mask_dir(mask: str, needed: list[str], stage_root: str) -> None:
-    """Hide ``mask`` behind an empty tmpfs, binding back the ``needed`` dirs under it."""
-    inside = [p for p in needed if under(p, mask)]
-    if any(p == mask for p in inside):
-        return  # Python lives right there; nothing can be hidden
-    stages = []
-    for i, path in enumerate(inside):
-        stage = os.path.join(stage_root, f"{len(os.listdir(stage_root))}-{i}")
-        os.mkdir(stage)
-        mount(path, stage, None, MS_BIND | MS_REC)
-        stages.append((stage, path))
-    mount("tmpfs", mask, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
-    for stage, path in stages:
-        os.makedirs(path, 0o755, exist_ok=True)
-        mount(stage, path, None, MS_MOVE)
-        os.rmdir(stage)
 
 
 def mountpoints() -> list[tuple[str, int]]:
@@ -339,6 +332,32 @@ def kernel_at_least(major: int, minor: int) -> bool:
         return False
 
 
+def probe_namespaces(enter: Callable[[], None]) -> None:
+    """Run ``enter`` and a tmpfs mount in a child; raise its OSError here."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_end)
+            enter()
+            mount(None, "/", None, MS_REC | MS_PRIVATE)
+            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=4k")
+            os._exit(0)
+        except BaseException as exc:  # noqa: BLE001 (any failure means no)
+            error = getattr(exc, "errno", None) or 1
+            os.write(write_end, f"{error} {getattr(exc, 'strerror', exc)}".encode())
+            os._exit(1)
+    os.close(write_end)
+    message = b""
+    while chunk := os.read(read_end, 4096):
+        message += chunk
+    os.close(read_end)
+    _, status = os.waitpid(pid, 0)
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        code, _, text = message.decode("utf-8", "replace").partition(" ")
+        raise OSError(int(code) if code.isdigit() else 1, text or "refused")
+
+
 def setup_namespaces(config: dict[str, Any], setup: Setup) -> bool:
     """Enter new namespaces; True when this process must fork the PID-1 forker."""
     if not sys.platform.startswith("linux") or config.get("namespaces") is False:
@@ -347,14 +366,26 @@ def setup_namespaces(config: dict[str, Any], setup: Setup) -> bool:
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC
     if config["network"] != "allow":
         flags |= CLONE_NEWNET
-    try:
-        if os.geteuid() != 0:
+    userns = os.geteuid() != 0
+
+    def enter() -> None:
+        if userns:
             unshare(CLONE_NEWUSER)
-            setup.userns = True
             write_file("/proc/self/setgroups", "deny")
             write_file("/proc/self/uid_map", f"0 {uid} 1")
             write_file("/proc/self/gid_map", f"0 {gid} 1")
         unshare(flags)
+
+    try:
+        if config.get("simulate_no_namespaces"):
+            raise OSError(1, "refused for a test (CTXBENCH_SANDBOX_NAMESPACES=0)")
+        if userns:
+            # A user namespace cannot be left: try in a child first, so that a
+            # refusal half-way (AppArmor on Ubuntu 24.04 lets unshare pass, then
+            # refuses the uid map or the mounts) leaves this process as it was.
+            probe_namespaces(enter)
+        enter()
+        setup.userns = userns
     except OSError as exc:
         setup.notes.append(f"namespaces unavailable ({exc.strerror}); basic mode")
         setup.userns = False
@@ -365,58 +396,381 @@ def setup_namespaces(config: dict[str, Any], setup: Setup) -> bool:
     return True
 
 
-def setup_filesystem(config: dict[str, Any], setup: Setup) -> None:
-    """In the new mount namespace: private /tmp, hidden homes, read-only rest."""
-    needed = needed_paths()
-    mount(None, "/", None, MS_REC | MS_PRIVATE)
-    work = "/tmp"
-    if any(under(p, "/tmp") for p in needed) or not os.path.isdir("/tmp"):
-        work = "/dev/shm"
-    # Bounded, so that a program cannot fill the machine's memory with files; and
-    # noexec: what a program writes there is never executed or mapped as code
-    # (install_guard refuses loading it as an extension module as well).
-    mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-          "mode=1777,size=256m,nr_inodes=65536")
-    private = [work]
-    if work != "/dev/shm" and os.path.isdir("/dev/shm"):
-        try:
-            mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                  "mode=1777,size=64m,nr_inodes=4096")
-            private.append("/dev/shm")
-        except OSError as exc:
-            setup.notes.append(f"/dev/shm stays shared ({exc.strerror})")
-    stage_root = os.path.join(work, ".stage")
-    os.mkdir(stage_root, 0o700)
-    masks = sorted({os.path.realpath(m) for m in config.get("hide", []) if m})
-    masks = [m for m in masks if m != "/" and os.path.isdir(m)
-             and not any(under(w, m) for w in private)
-             and not any(m != o and under(m, o) for o in masks)]
-    hidden = []
-    for mask in masks:
-        try:
-            mask_dir(mask, needed, stage_root)
-            hidden.append(mask)
-        except OSError as exc:
-            setup.notes.append(f"could not hide {mask} ({exc.strerror})")
-    os.rmdir(stage_root)
-    failed = 0
-    for point, keep in mountpoints():
-        if any(under(point, p) for p in private) or under(point, "/proc"):
-            continue
-        try:
-            mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | keep)
-        except OSError:
-            failed += 1  # mounts hidden under a mask, or locked: nothing to write
+# ------------------------------------------------------------------ the view
+
+PT_LOAD, PT_DYNAMIC, PT_INTERP = 1, 2, 3
+DT_NEEDED, DT_STRTAB, DT_RPATH, DT_RUNPATH = 1, 5, 15, 29
+MNT_DETACH = 2
+#: pivot_root(2) has no libc wrapper: its system call number per machine. Elsewhere
+#: the view is entered with MS_MOVE and chroot (the old root stays mounted beneath).
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41, "riscv64": 41,
+              "loongarch64": 41, "ppc64le": 203, "ppc64": 203, "s390x": 217,
+              "i386": 217, "i686": 217, "armv7l": 218, "armv8l": 218}
+#: The device files of the view (bound from the host); /dev holds nothing else but
+#: a private /dev/shm and the links to /proc/self/fd.
+DEVICES = ("null", "zero", "full", "random", "urandom")
+#: Files outside Python the view holds when they exist: the dynamic loader's cache
+#: (a Python the program starts finds its libraries as the host's does) and the
+#: time zone data (``time.localtime``, ``zoneinfo``).
+EXTRA_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo")
+#: Directories inside the standard library's that hold installed packages: they are
+#: hidden behind an empty file system unless a package was declared.
+SITE_DIRS = ("site-packages", "dist-packages")
+#: Where the view is assembled before it becomes the root (the first that exists
+#: and holds nothing the view binds).
+STAGES = ("/mnt", "/media", "/srv", "/opt", "/run", "/var/tmp", "/tmp", "/dev/shm",
+          "/home", "/boot")
+
+
+def elf_info(path: str) -> tuple[bytes, str | None, list[str], list[str]]:
+    """(kind, program interpreter, DT_NEEDED names, run paths) of an ELF file.
+
+    ``kind`` (class, byte order and machine) is empty when ``path`` is not an ELF
+    file or cannot be read: the libraries a dependency resolves to must match it.
+    """
     try:
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if len(head) < 52 or head[:4] != b"\x7fELF" or head[4] not in (1, 2):
+                return b"", None, [], []
+            wide, end = head[4] == 2, "<" if head[5] == 1 else ">"
+            kind = head[4:6] + head[18:20]
+            if wide:
+                phoff = struct.unpack_from(end + "Q", head, 32)[0]
+                phentsize, phnum = struct.unpack_from(end + "HH", head, 54)
+                ph_fmt, dyn_fmt = end + "IIQQQQ", end + "qQ"
+            else:
+                phoff = struct.unpack_from(end + "I", head, 28)[0]
+                phentsize, phnum = struct.unpack_from(end + "HH", head, 42)
+                ph_fmt, dyn_fmt = end + "IIIII", end + "iI"
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            loads, dynamic, interp_at = [], None, None
+            for i in range(phnum):
+                fields = struct.unpack_from(ph_fmt, table, i * phentsize)
+                if wide:
+                    ptype, offset, vaddr, filesz = fields[0], fields[2], fields[3], fields[5]
+                else:
+                    ptype, offset, vaddr, filesz = fields[0], fields[1], fields[2], fields[4]
+                if ptype == PT_LOAD:
+                    loads.append((vaddr, offset, filesz))
+                elif ptype == PT_DYNAMIC:
+                    dynamic = (offset, filesz)
+                elif ptype == PT_INTERP:
+                    interp_at = (offset, filesz)
+            interp = None
+            if interp_at is not None:
+                f.seek(interp_at[0])
+                interp = f.read(interp_at[1]).split(b"\0")[0].decode("utf-8", "replace")
+            if dynamic is None:
+                return kind, interp, [], []
+            f.seek(dynamic[0])
+            data = f.read(dynamic[1])
+            step = struct.calcsize(dyn_fmt)
+            strtab, needed, paths = None, [], []
+            for i in range(0, len(data) - step + 1, step):
+                tag, value = struct.unpack_from(dyn_fmt, data, i)
+                if tag == 0:
+                    break
+                if tag == DT_STRTAB:
+                    strtab = value
+                elif tag == DT_NEEDED:
+                    needed.append(value)
+                elif tag in (DT_RPATH, DT_RUNPATH):
+                    paths.append(value)
+            base = next((off + strtab - va for va, off, size in loads
+                         if strtab is not None and va <= strtab < va + size), None)
+            if base is None:
+                return kind, interp, [], []
+
+            def string(at: int) -> str:
+                f.seek(base + at)
+                raw = b""
+                while b"\0" not in raw and len(raw) < 65536:
+                    chunk = f.read(256)
+                    if not chunk:
+                        break
+                    raw += chunk
+                return raw.split(b"\0")[0].decode("utf-8", "replace")
+
+            runpath = [p for at in paths for p in string(at).split(":") if p]
+            return kind, interp, [string(at) for at in needed], runpath
+    except (OSError, struct.error, ValueError):
+        return b"", None, [], []
+
+
+def expand(pattern: str) -> list[str]:
+    """The files ``pattern`` names (``/etc/ld.so.conf.d/*.conf``); without
+    :mod:`glob` for the common one-star case (its regular expressions cost more
+    than the rest of the view)."""
+    folder, name = os.path.split(pattern)
+    if name.count("*") == 1 and not any(c in pattern for c in "?[") and \
+            "*" not in folder:
+        head, tail = name.split("*")
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return []
+        return sorted(os.path.join(folder, n) for n in names
+                      if n.startswith(head) and n.endswith(tail)
+                      and len(n) >= len(head) + len(tail))
+    import glob
+
+    return sorted(glob.glob(pattern))
+
+
+def library_dirs() -> list[str]:
+    """Where the dynamic loader looks for a library, after an object's run paths:
+    ``LD_LIBRARY_PATH``, the directories of ``/etc/ld.so.conf`` (what its cache
+    lists) and the default ones."""
+    dirs = [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d]
+    todo, seen = ["/etc/ld.so.conf"], set()
+    while todo:
+        conf = todo.pop(0)
+        if conf in seen:
+            continue
+        seen.add(conf)
+        try:
+            with open(conf, encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("include"):
+                pattern = line[len("include"):].strip()
+                if not pattern.startswith("/"):
+                    pattern = os.path.join(os.path.dirname(conf), pattern)
+                todo.extend(expand(pattern))
+            elif line.startswith("/"):
+                dirs.append(line)
+    arch = getattr(sys.implementation, "_multiarch", "") or ""
+    for top in ("/lib", "/usr/lib"):
+        if arch:
+            dirs.append(f"{top}/{arch}")
+    dirs += ["/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+    return list(dict.fromkeys(dirs))
+
+
+def elf_kind(path: str) -> bytes:
+    """Class, byte order and machine of an ELF file (empty: not one)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return b""
+    return head[4:6] + head[18:20] if head[:4] == b"\x7fELF" and len(head) == 20 else b""
+
+
+def shared_libraries(roots: list[str]) -> list[str]:
+    """The shared libraries (and program interpreter) the ELF files ``roots`` load,
+    transitively, as the dynamic loader would find them."""
+    dirs = library_dirs()
+    exists = {d for d in dirs if os.path.isdir(d)}
+    dirs = [d for d in dirs if d in exists]
+    found: dict[str, None] = {}
+    resolved: dict[tuple[str, bytes, tuple[str, ...]], str | None] = {}
+    todo = list(roots)
+    seen: set[str] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        kind, interp, needed, runpath = elf_info(path)
+        if not kind:
+            continue
+        origin = ""
+        if any("ORIGIN" in p for p in runpath):
+            origin = os.path.dirname(os.path.realpath(path))
+        if interp and interp not in found:
+            found[interp] = None
+            todo.append(interp)
+        search = [p.replace("${ORIGIN}", origin).replace("$ORIGIN", origin)
+                  for p in runpath] + dirs
+        for name in needed:
+            key = (name, kind, tuple(search[:len(search) - len(dirs)]))
+            if key not in resolved:
+                resolved[key] = None
+                for candidate in [name] if "/" in name else [os.path.join(d, name)
+                                                              for d in search]:
+                    if os.path.isfile(candidate) and elf_kind(candidate) == kind:
+                        resolved[key] = candidate
+                        break
+            library = resolved[key]
+            if library is not None and library not in found:
+                found[library] = None
+                todo.append(library)
+    return list(found)
+
+
+def python_files(packages: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(paths, native files, hidden directories) of the interpreter's view:
+    the interpreter, its standard library (``sys.path`` of this ``-S`` process)
+    without the installed-packages directories in it, the declared ``packages``
+    (paths given by the client), and every ELF file among them."""
+    stdlib = [os.path.realpath(p) for p in sys.path if p and os.path.isdir(p)]
+    stdlib = [p for p in stdlib if os.path.basename(p) not in SITE_DIRS]
+    executable = sys.executable
+    paths = [executable, *stdlib, *packages]
+    hidden = []
+    for top in stdlib:
+        for name in SITE_DIRS:
+            if os.path.isdir(os.path.join(top, name)):
+                hidden.append(os.path.join(top, name))
+    native = [os.path.realpath(executable)]
+    for top in stdlib:  # extension modules sit at the top (lib-dynload): no walk
+        try:
+            names = os.listdir(top)
+        except OSError:
+            continue
+        native.extend(os.path.join(top, n) for n in names if n.endswith(".so"))
+    for top in packages:
+        if os.path.isfile(top):
+            native.append(top)
+            continue
+        for folder, _subdirs, files in os.walk(top):
+            native.extend(os.path.join(folder, n) for n in files if ".so" in n)
+    return paths, native, [h for h in hidden
+                           if not any(under(p, h) for p in packages)]
+
+
+def copy_links(root: str, path: str) -> str | None:
+    """Recreate under ``root`` the symbolic links met on the way to ``path`` on the
+    host; its real path (None when it does not exist)."""
+    path = os.path.abspath(path)
+    for _ in range(40):
+        parts = [p for p in path.split("/") if p]
+        current = "/"
+        restart = None
+        for i, part in enumerate(parts):
+            step = os.path.join(current, part)
+            try:
+                info = os.lstat(step)
+            except OSError:
+                return None
+            if S_ISLNK(info.st_mode):
+                target = os.readlink(step)
+                link = root + step
+                if not os.path.lexists(link):
+                    os.makedirs(root + current, 0o755, exist_ok=True)
+                    os.symlink(target, link)
+                restart = os.path.normpath(os.path.join(current, target, *parts[i + 1:]))
+                break
+            current = step
+        if restart is None:
+            return current
+        path = restart
+    return None
+
+
+def bind(source: str, target: str, locked: int, *, readonly: bool = True) -> None:
+    """Bind ``source`` (a directory or a file) at ``target``, read-only."""
+    if os.path.isdir(source):
+        os.makedirs(target, 0o755, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
+        if not os.path.lexists(target):
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+    mount(source, target, None, MS_BIND)
+    if readonly:
+        mount(None, target, None,
+              MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | locked)
+
+
+def mount_flags(path: str, points: list[tuple[str, int]]) -> int:
+    """The flags of the mount ``path`` is on (a bind must keep them, as they may be
+    locked in a user namespace)."""
+    best, flags = "", 0
+    for point, keep in points:
+        if under(path, point) and len(point) >= len(best):
+            best, flags = point, keep
+    return flags
+
+
+def enter_root(root: str) -> None:
+    """Make ``root`` (a mount point) this process's ``/``, the old root gone."""
+    os.chdir(root)
+    number = PIVOT_ROOT.get(os.uname().machine)
+    if number is not None:
+        os.mkdir(".old", 0o700)
+        _check(libc().syscall(ctypes.c_long(number), b".", b".old"), "pivot_root")
+        os.chdir("/")
+        _check(libc().umount2(b"/.old", ctypes.c_int(MNT_DETACH)), "umount /.old")
+        os.rmdir("/.old")
+    else:
+        mount(".", "/", None, MS_MOVE)
+        os.chroot(".")
+        os.chdir("/")
+
+
+def setup_filesystem(config: dict[str, Any], setup: Setup) -> None:
+    """In the new mount namespace, make the root an allow-list: an empty read-only
+    file system holding only, read-only, the interpreter, the standard library (its
+    installed-packages directories hidden), the declared packages, the shared
+    libraries all of them load, the files of :data:`EXTRA_FILES`; a private
+    ``/proc``; the devices of :data:`DEVICES`; private ``/tmp`` and ``/dev/shm``."""
+    packages = [p for p in config.get("packages", {}).get("paths", []) if p]
+    paths, native, hidden = python_files(packages)
+    paths += shared_libraries(native)
+    paths += [p for p in EXTRA_FILES if os.path.exists(p)]
+    points = mountpoints()
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    stage = next((s for s in STAGES if os.path.isdir(s) and not os.path.islink(s)
+                  and not any(under(os.path.realpath(p), s) for p in paths)), None)
+    if stage is None:
+        raise OSError(0, "no directory to assemble the view in")
+    mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=16m")
+    root = stage
+    # /tmp first: what the view binds under it then sits on the private one.
+    os.mkdir(root + "/tmp", 0o1777)
+    mount("tmpfs", root + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+          "mode=1777,size=256m,nr_inodes=65536")
+    real: list[str] = []
+    for path in paths:
+        resolved = copy_links(root, path)
+        if resolved is not None:
+            real.append(resolved)
+    real = sorted(set(real))
+    real = [p for p in real if not any(p != q and under(p, q) for q in real)]
+    for path in real:
+        bind(path, root + path, mount_flags(path, points))
+    for path in hidden:
+        if os.path.isdir(root + path):
+            mount("tmpfs", root + path, "tmpfs",
+                  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755,size=4k")
+    os.makedirs(root + "/dev", 0o755, exist_ok=True)
+    mount("tmpfs", root + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k")
+    for name in DEVICES:
+        if os.path.exists("/dev/" + name):
+            bind("/dev/" + name, f"{root}/dev/{name}", 0, readonly=False)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, f"{root}/dev/{name}")
+    os.mkdir(root + "/dev/shm", 0o1777)
+    mount("tmpfs", root + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+          "mode=1777,size=64m,nr_inodes=4096")
+    mount(None, root + "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC)
+    os.makedirs(root + "/proc", 0o555, exist_ok=True)
+    try:
+        mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         setup.proc = "private"
     except OSError as exc:
+        mount("/proc", root + "/proc", None, MS_BIND | MS_REC)
         setup.notes.append(f"/proc shows the host's processes ({exc.strerror})")
+    enter_root(root)
+    try:
+        mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    except OSError as exc:
+        setup.notes.append(f"the view's root stays writable ({exc.strerror})")
+    sys.path[:] = [p for p in sys.path if os.path.isdir(p)]
+    sys.path.extend(config.get("packages", {}).get("sys_path", []))
     setup.filesystem = "isolated"
-    setup.work = work
-    setup.private_dirs = private
-    if hidden:
-        setup.notes.append("hidden: " + ", ".join(hidden))
+    setup.work = "/tmp"
+    setup.private_dirs = ["/tmp", "/dev/shm"]
+    # The view's own entries under /tmp (Python living there) survive the wipes.
+    setup.keep = {p for p in real if under(p, "/tmp") and p != "/tmp"}
+    setup.view = real + [f"/dev/{name}" for name in DEVICES]
 
 
 def setup_identity(config: dict[str, Any], setup: Setup) -> None:
@@ -536,13 +890,20 @@ def remove_tree(path: str) -> None:
         shutil.rmtree(path, onerror=fix)
 
 
-def wipe(directory: str) -> None:
+def wipe(directory: str, keep: set[str]) -> None:
+    """Empty ``directory``, but for the view's mounts in ``keep`` (Python living
+    under /tmp): the directories leading to them are wiped around them."""
     try:
         entries = os.listdir(directory)
     except OSError:
         return
     for name in entries:
         path = os.path.join(directory, name)
+        if path in keep:
+            continue
+        if any(under(k, path) for k in keep):
+            wipe(path, keep)
+            continue
         if os.path.isdir(path) and not os.path.islink(path):
             remove_tree(path)
         else:
@@ -577,7 +938,7 @@ class Forker:
             remove_tree(tmp)
             if setup.namespaces:
                 for directory in setup.private_dirs:
-                    wipe(directory)
+                    wipe(directory, setup.keep)
 
     def _supervise(self, req: dict[str, Any], tmp: str, uid: int | None) -> dict[str, Any]:
         rep_r, rep_w = os.pipe()
@@ -1322,6 +1683,14 @@ def main() -> None:
     config = read_frame(0)
     if config is None:
         return
+    if sys.flags.no_site:
+        # Started with -S, so that no .pth file of an installed package ran and no
+        # site-packages is on sys.path; the builtins ``site`` adds still exist.
+        import site
+
+        site.setquit()
+        site.setcopyright()
+        site.sethelper()
     for name in PRELOAD:
         try:
             __import__(name)
