@@ -306,7 +306,8 @@ class CodeExecution:
         else:
             solution = extract_code(response, keep[0] if keep else None)
             call = None
-        result = self._sandbox.run(solution, test, call=call, keep=keep)
+        result = self._sandbox.run(solution, test, call=call, keep=keep,
+                                   prompt=prompt if kind == "humaneval" else "")
         details = _details(result)
         self._local.details = details
         return {_KEY: 1.0 if result.passed else 0.0}, details

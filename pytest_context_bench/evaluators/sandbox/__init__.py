@@ -239,8 +239,14 @@ class _Zygote:
             raise SandboxError(str(ready.get("message", "the sandbox refused to start")))
         self.ready = ready
 
-    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        _write_frame(self.stdin, request)
+    def run(self, request: dict[str, Any], judge: bytes, timeout: float) -> dict[str, Any]:
+        """Send a run: its frame, then ``judge`` (the judge's part, raw bytes that
+        only the judge's process reads), and wait for the answer."""
+        import json
+
+        body = json.dumps({**request, "judge_bytes": len(judge)}).encode("utf-8")
+        self.stdin.write(struct.pack(">I", len(body)) + body + judge)
+        self.stdin.flush()
         return _read_frame(self.out_fd, timeout)
 
     def stderr_text(self) -> str:
@@ -389,26 +395,37 @@ class Sandbox:
         *,
         call: tuple[str, str] | None = None,
         keep: Sequence[str] = (),
+        prompt: str = "",
     ) -> SandboxResult:
-        """Run ``solution``, then ``test`` in the same namespace, then the call.
+        """Run ``solution`` in one process and ``test`` in another (the judge).
 
         :param solution: the code under test (e.g. a HumanEval prompt plus the
-            completion). Compiled and run first; a syntax error here is the
-            ``syntax_error`` reason.
-        :param test: the test code, compiled on its own and run after the solution,
-            in a copy of its globals with pristine builtins; top-level names of the
-            solution that shadow a builtin are not visible to it (``keep`` excepted).
+            completion). Compiled and run first, in the program's process; a syntax
+            error here is the ``syntax_error`` reason.
+        :param test: the test code, compiled and run in the judge's process, which
+            never runs the program's code: the program's functions are called
+            through a channel and their results rebuilt from data there.
         :param call: ``(function, argument)``: after the test code, call the test's
-            ``function`` with the solution's ``argument`` (``("check", "add")``).
-        :param keep: solution names the tests may see even if they shadow builtins.
+            ``function`` with the program's ``argument`` (``("check", "add")``).
+        :param keep: names the tests take from the program even where ``prompt``
+            defines them (the entry point, MBPP's named function). The program's
+            other callable top-level names are visible to the tests only where
+            ``prompt`` does not define them.
+        :param prompt: code whose definitions the tests use as they are (the
+            HumanEval prompt: helpers such as ``encode_cyclic``), run in the judge.
         :raises SandboxError: when no sandbox can run here.
         """
+        import json
+
+        judge = json.dumps({
+            "test": test,
+            "prompt": prompt,
+            "call": list(call) if call else None,
+            "keep": list(keep),
+        }).encode("utf-8")
         request = {
             "op": "run",
             "solution": solution,
-            "test": test,
-            "call": list(call) if call else None,
-            "keep": list(keep),
             "timeout": self.timeout,
             "output_cap": self.output_cap,
             "limits": {
@@ -420,7 +437,7 @@ class Sandbox:
         }
         zygote = self._acquire()
         try:
-            answer = zygote.run(request, self.timeout + _SLACK)
+            answer = zygote.run(request, judge, self.timeout + _SLACK)
         except (OSError, EOFError, TimeoutError, ValueError) as exc:
             detail = zygote.stderr_text()
             zygote.proc.kill()
