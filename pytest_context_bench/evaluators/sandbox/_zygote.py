@@ -1197,6 +1197,18 @@ class Peer:
             self._dumps_py = json.JSONEncoder(separators=(",", ":")).encode
         self._scan = json.JSONDecoder(object_hook=self._decode_object).scan_once
         self._to_bytes, self._from_bytes = int.to_bytes, int.from_bytes
+        real = builtins.__dict__
+        self._builtins = (dict(real), real.clear, real.update)
+
+    def restore_builtins(self) -> None:
+        """Put the builtins module back as it was before the program ran (the
+        program's process only: what this side's own code calls must work)."""
+        saved, clear, update = self._builtins
+        try:
+            clear()
+            update(saved)
+        except BaseException:  # noqa: BLE001
+            pass
 
     @staticmethod
     def _no_default(value: Any) -> Any:
@@ -1591,6 +1603,8 @@ class Peer:
                 else:
                     function = self.objects[target]
                 value = function(*args, **{k: v for k, v in kwargs})
+                if not self.judge:
+                    self.restore_builtins()
                 reply = ["ret", self.encode(value), []]
                 if not self.judge:
                     reply[2] = [[i, self.encode(a)] for i, a in enumerate(args)
@@ -1600,8 +1614,10 @@ class Peer:
                 try:
                     value = next(iterator)
                 except StopIteration:
-                    reply = ["stop"]
-                else:
+                    value = reply = ["stop"]
+                if not self.judge:
+                    self.restore_builtins()
+                if value is not reply:
                     reply = ["ret", self.encode(value)]
             else:
                 raise PeerGone(f"an unexpected request {kind!r}")
@@ -1614,6 +1630,8 @@ class Peer:
             reply = ["refused", f"{what} returned {exc}; the tests take only values "
                      "that behave as builtin or standard-library ones"]
         except BaseException as exc:  # noqa: BLE001 (the function's own exception)
+            if not self.judge:
+                self.restore_builtins()
             reply = ["exc", exception_names(exc), exception_message(exc),
                      innermost(exc, "solution.py" if not self.judge else "test.py")]
         if not self.judge:
@@ -1714,7 +1732,7 @@ def program_main(solution: str, peer: Peer) -> NoReturn:
         lineno = getattr(exc, "lineno", None)
         if isinstance(lineno, int):
             body["where"] = f"solution.py:{lineno}"
-        peer.send(["failed", "SYNTAX", body])
+        peer.send(["failed", "SYNTAX", peer.encode(body)])
         os._exit(1)
     install_guard()
     module = types.ModuleType("solution")
@@ -1725,6 +1743,7 @@ def program_main(solution: str, peer: Peer) -> NoReturn:
     try:
         exec(code, namespace)
     except BaseException as exc:  # noqa: BLE001 (the program's failure)
+        peer.restore_builtins()
         body = describe(exc, "solution", "solution.py")
         if isinstance(exc, SystemExit):
             code_ = getattr(exc, "code", None)
@@ -1733,9 +1752,10 @@ def program_main(solution: str, peer: Peer) -> NoReturn:
             body["message"] = f"SystemExit({code_!r}) raised before the tests finished"
         peer.flush()
         try:
-            peer.send(["failed", failure_kind(exc), body])
+            peer.send(["failed", failure_kind(exc), peer.encode(body)])
         finally:
             exit_now(1)
+    peer.restore_builtins()
     peer.namespace = namespace
     try:
         names = [n for n, v in list(namespace.items())
@@ -1777,6 +1797,9 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
         report("ERROR", body)
     try:
         first = peer.receive()
+    except Unreadable as exc:
+        report("REFUSED", {"stage": "solution", "exception": "UntrustedReturn",
+                           "message": f"the program's process sent {exc}"})
     except PeerGone:
         report("GONE", {"stage": "solution"})
     if first[0] == "failed" and len(first) == 3 and type(first[2]) is dict:
