@@ -1611,14 +1611,14 @@ class Peer:
                                 if type(a) in (list, dict, set, bytearray)]
             elif kind == "next" and len(message) == 2:
                 iterator = self.objects[message[1]]
+                stopped = False
                 try:
                     value = next(iterator)
                 except StopIteration:
-                    value = reply = ["stop"]
+                    stopped = True
                 if not self.judge:
                     self.restore_builtins()
-                if value is not reply:
-                    reply = ["ret", self.encode(value)]
+                reply = ["stop"] if stopped else ["ret", self.encode(value)]
             else:
                 raise PeerGone(f"an unexpected request {kind!r}")
         except PeerGone:
