@@ -46,16 +46,20 @@ namespaces, children switch to an unused uid when the interpreter stays readable
 by it; otherwise no process limit applies (root ignores ``RLIMIT_NPROC``).
 ``network="deny"`` refuses to run where no network namespace can be created.
 
-Passing is decided by the harness inside the child, not by the exit status: the
-solution and the tests are compiled separately (so a solution cannot swallow the
-tests), the tests run with pristine builtins, and only after the check call
-returned does the harness write a per-run secret through a channel the program
-never sees (it is not in the program text, the environment, the arguments or any
-file the child can read). A run passes when that line arrived and the process
-exited with status 0. What this does not stop: code that deliberately searches the
-interpreter's own memory for the secret (``gc``, frames, ``ctypes``), or that
-patches attributes of standard-library modules the tests use; no in-process test
-harness can rule those out, and the limits above are what protect the machine.
+Passing is decided by a second child, the *judge*, never by the program's process.
+The program's child runs the solution and answers calls over a pipe; the judge runs
+the test code (with the prompt's own helpers) and calls the program's functions
+through that pipe. Values cross as data and the judge rebuilds them with its own
+builtin and standard-library classes (iterators lazily, item by item), so what the
+tests compare is genuine whatever the program did to its own interpreter; a value
+whose comparison, hashing, iteration, length, truth or item access is not that of an
+unmodified builtin or standard-library class is refused (``untrusted_return``). The
+judge is forked before the program can act, reads the tests only after the program
+was forked, is not dumpable, runs under another uid where uids are switched, and
+alone holds the pipe that carries the verdict. A run passes when its last report is
+``PASS`` and it exited with status 0; a program that crashes (``SIGSEGV``) fails with
+``crashed``. See ``docs/evaluators.md`` (the sandbox section) for what this
+guarantees and what it does not.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ no API key, no environment beyond a minimal one).
 Protocol (over the zygote's stdin/stdout): frames of a 4-byte big-endian length
 followed by UTF-8 JSON. The client sends an ``init`` frame; the zygote sets up its
 isolation and answers ``ready`` with what it could set up. Then, for each ``run``
-frame, it forks a child, supervises it and answers with the verdict. End of input
-ends the zygote.
+frame (followed on the same pipe by ``judge_bytes`` raw bytes: the judge's part, JSON
+with ``test``, ``prompt``, ``keep`` and ``call``), it forks the two children,
+supervises them and answers with the verdict. End of input ends the zygote.
 
 Isolation is set up once, in the zygote, where Linux allows it (root with
 CAP_SYS_ADMIN, or an unprivileged user namespace): new mount, PID, IPC and
@@ -22,15 +23,17 @@ read-only). As root, each child also switches to an unused uid. Elsewhere
 ("basic" mode) the forker is a child subreaper and sweeps escaped processes by
 scanning ``/proc``.
 
-Each child: own session and process group, fresh temporary working directory,
-minimal environment, stdin on ``/dev/null``, stdout/stderr into one capped pipe,
-resource limits (CPU, address space, file size, open files, processes), no new
-privileges. The program's solution and its tests are compiled separately (so the
-solution cannot swallow the tests, e.g. with an unclosed string) and run in that
-order, the tests with pristine builtins. The child receives a per-run secret
-through a pipe that it reads and closes before the program runs; only the harness
-writes it back, after the tests have run to their end. The program text, its
-environment, its arguments and its files never contain it.
+Each run forks two children: the program's (first) and the judge's. Both get their
+own session and process group, a minimal environment, stdin on ``/dev/null``,
+stdout/stderr into one capped pipe, resource limits (CPU, address space, file size,
+open files, processes) and no new privileges. The program's child compiles and runs
+the solution in a fresh temporary directory, then answers the judge's calls (see
+:class:`Peer`). The judge's part of the request (tests, prompt, names) is read from
+the request pipe only after the program's child was forked, into a mapping unmapped
+once the judge is forked; the judge is not dumpable, runs under another uid where
+uids are switched, ignores the signals it can, runs the tests with the prompt's own
+helpers and the program's functions as stand-ins, rebuilds every returned value from
+data, and alone writes the verdict, on a pipe only it and the forker hold.
 """
 
 from __future__ import annotations
@@ -1195,7 +1198,8 @@ class Peer:
         else:  # pragma: no cover (CPython always has the C encoder)
             self._dumps = None
             self._dumps_py = json.JSONEncoder(separators=(",", ":")).encode
-        self._scan = json.JSONDecoder(object_hook=self._decode_object).scan_once
+        self._scan = getattr(json.JSONDecoder(object_hook=self._decode_object),
+                             "scan_once")
         self._to_bytes, self._from_bytes = int.to_bytes, int.from_bytes
         real = builtins.__dict__
         self._builtins = (dict(real), real.clear, real.update)
@@ -1394,7 +1398,7 @@ class Peer:
         if base is collections.OrderedDict:
             return {"od": pairs}
         if base is collections.defaultdict:
-            factory = collections.defaultdict.default_factory.__get__(value)
+            factory = DEFAULT_FACTORY(value)
             known = next((n for n, f in DEFAULT_FACTORIES.items() if f is factory), None)
             return {"dd": [known, pairs]}
         return {"d": pairs}
@@ -1496,7 +1500,7 @@ class Peer:
         try:
             self.send(message)
             while True:
-                reply = self.receive()
+                reply: list[Any] = self.receive()
                 kind = reply[0]
                 if kind in ("ret", "stop", "exc", "refused"):
                     return reply
@@ -1684,11 +1688,12 @@ _NAMEDTUPLES: dict[tuple[str, tuple[str, ...]], type] = {}
 def make_namedtuple(name: str, fields: tuple[str, ...]) -> type:
     key = (name, fields)
     if key not in _NAMEDTUPLES:
-        _NAMEDTUPLES[key] = collections.namedtuple(name, fields)  # type: ignore[misc]
+        _NAMEDTUPLES[key] = collections.namedtuple(name, fields)
     return _NAMEDTUPLES[key]
 
 
 FRACTION_NUM = fractions.Fraction.__dict__["numerator"].__get__
+DEFAULT_FACTORY = collections.defaultdict.__dict__["default_factory"].__get__
 FRACTION_DEN = fractions.Fraction.__dict__["denominator"].__get__
 DECIMAL_STR = decimal.Decimal.__str__
 DEFAULT_FACTORIES: dict[str, Any] = {
@@ -1890,15 +1895,15 @@ STARTED_NS = time.time_ns()
 
 
 #: Audit events refused to the program (install_guard): they reach other threads'
-#: frames, trace or profile frames, other objects' references, or raw memory, and
-#: through them the audit hook holding the secret.
+#: frames, trace or profile frames, other objects' references, or raw memory. Nothing
+#: that decides the verdict is in the program's process any more; this stays as
+#: defence in depth (and keeps the program's failures readable).
 GUARDED_EVENTS = frozenset({
     "sys._current_frames", "sys._current_exceptions", "sys.settrace",
     "sys.setprofile", "sys._settraceallthreads", "sys._setprofileallthreads",
     "sys.monitoring.register_callback", "gc.get_objects", "gc.get_referrers",
     "gc.get_referents",
 })
-
 
 
 def install_guard() -> None:
@@ -2006,8 +2011,9 @@ def main() -> None:
             prctl(PR_SET_CHILD_SUBREAPER, 1)
     setup_identity(config, setup)
     if sys.platform.startswith("linux"):
-        # The forker holds each run's secret until it is sent: a process of the
-        # same user must not read it from /proc/<pid>/mem.
+        # The forker holds each run's tests while it forks the judge, and the
+        # judge inherits this flag: a process of the same user must not read
+        # either's memory through /proc/<pid>/mem or ptrace.
         prctl(PR_SET_DUMPABLE, 0)
     forker = Forker(setup)
     # Children inherit every object; frozen, the collector in a child never walks
