@@ -428,6 +428,14 @@ HOSTILE: dict[str, tuple[dict[str, Any], str]] = {
             _check("assert abs(poly([-6, 11, -6, 1], candidate([-6, 11, -6, 1]))) < 1e-4",
                    "assert abs(poly([1, 1], candidate([1, 1]))) < 1e-4"), "find_zero"),
         "    return 0.0\n\ndef poly(xs, x):\n    return 0\n"),
+    "shadows_a_builtin_the_tests_use": (
+        _he("def half(x):\n", _check("assert abs(candidate(3) - 1.5) < 1e-9",
+                                      "assert abs(candidate(1) - 0.5) < 1e-9"), "half"),
+        "    return 0\ndef abs(x):\n    return 0\n"),
+    "stop_iteration_ends_the_tests_loop": (
+        _he("def even(x):\n", _check("assert all(map(candidate, [2, 4, 6]))",
+                                      "assert not any(map(candidate, [1, 3]))"), "even"),
+        "    raise StopIteration\n"),
     # -- exiting, killing, stopping, forging
     "os_exit_zero_at_import": (ADD, "    return None\nimport os\nos._exit(0)\n"),
     "os_exit_zero_in_the_call": (ADD, "    import os\n    os._exit(0)\n"),

@@ -1559,6 +1559,11 @@ class Peer:
             if isinstance(found, type) and issubclass(found, Exception):
                 cls = found
                 break
+        if cls in (StopIteration, StopAsyncIteration):
+            # As PEP 479 does for generators: a call that raises StopIteration must
+            # not end the tests' loop (``all(map(candidate, xs))``) as if exhausted.
+            cls = RuntimeError
+            message = f"the program raised {first}: {message}"
         if "Exception" not in names:  # SystemExit, KeyboardInterrupt...
             exc: BaseException = ProgramExit(message)
             if self.judge and not self.failure:
@@ -1822,7 +1827,8 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
     namespace: dict[str, Any] = {"__name__": "test", "__file__": "test.py",
                                  "__builtins__": builtins}
     for name in names:
-        if name not in keep:
+        # A builtin the program shadows (``def abs(x): return 0``) stays the builtin.
+        if name not in keep and not hasattr(builtins, name):
             namespace[name] = RemoteFunction(peer, name, name)
     prompt = spec.get("prompt") or ""
     if prompt:
