@@ -563,3 +563,56 @@ def test_cheating_systems_pass_no_humaneval_task_and_canonical_ones_pass_all() -
                                                  zip(examples, passed) if p])
     finally:
         evaluator.close()
+
+
+# ------------------------------------------------------------------ memory
+
+_SCAN = (
+    "import sys\n"
+    "pid, marker = int(sys.argv[1]), (sys.argv[2] + sys.argv[3]).encode()\n"
+    "found = scanned = 0\n"
+    "try:\n"
+    "    maps = open('/proc/%d/maps' % pid).read().splitlines()\n"
+    "    mem = open('/proc/%d/mem' % pid, 'rb', 0)\n"
+    "except OSError as exc:\n"
+    "    print('UNREADABLE', exc)\n"
+    "    sys.exit()\n"
+    "for line in maps:\n"
+    "    span, perms = line.split()[:2]\n"
+    "    lo, hi = (int(x, 16) for x in span.split('-'))\n"
+    "    if 'r' not in perms or hi - lo > 1 << 30:\n"
+    "        continue\n"
+    "    try:\n"
+    "        mem.seek(lo)\n"
+    "        data = mem.read(hi - lo)\n"
+    "    except (OSError, OverflowError, ValueError):\n"
+    "        continue\n"
+    "    scanned += len(data)\n"
+    "    found += marker in data\n"
+    "print('FOUND' if found else 'CLEAN', scanned)\n"
+)
+
+
+def test_the_programs_memory_holds_no_byte_of_the_tests(ev: CodeExecution) -> None:
+    """The tests' text is read only after the program's process was forked, and
+    never held in an object of the forker: a process the program starts (without
+    the program's audit hooks) scans all of the program's memory for a marker that
+    only the tests contain, in this run and in the previous run of the same zygote."""
+    marker_a, marker_b = "CTXBENCH-TEST-", os.urandom(8).hex()
+    example = _he("def f():\n", _check(f"'{marker_a}{marker_b}'", "assert candidate() == 1"),
+                  "f")
+    assert ev.score(example, {"response": "    return 1\n"}) == {"pass_at_1": 1.0}
+    probe = (
+        "    import os, subprocess, sys\n"
+        f"    out = subprocess.run([sys.executable, '-c', {_SCAN!r}, str(os.getpid()), "
+        f"{marker_a!r}, {marker_b!r}], capture_output=True, text=True)\n"
+        "    print(out.stdout, out.stderr[-300:])\n"
+        "    return 1\n"
+    )
+    scores, details = ev.score_details(example, {"response": probe})
+    output = details.get("output", "")
+    if "UNREADABLE" in output:
+        pytest.skip(f"this kernel keeps a process from reading its parent: {output}")
+    assert scores == {"pass_at_1": 1.0}, details
+    assert "CLEAN" in output and "FOUND" not in output, output
+    assert int(output.split("CLEAN", 1)[1].split()[0]) > 1_000_000  # it did scan

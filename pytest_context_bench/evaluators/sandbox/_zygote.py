@@ -751,8 +751,14 @@ class Forker:
                     break
         for fd in (rep_r, out_r):
             os.close(fd)
-        return verdict(statuses[jpid], statuses[pid] if program_alone else None,
-                       timed_out, duration, reports, bytes(out), out_total)
+        program: int | None = statuses[pid]
+        if not program_alone and os.WIFSIGNALED(statuses[pid]) and \
+                os.WTERMSIG(statuses[pid]) == signal.SIGKILL:
+            program = None  # our SIGKILL: it was still running
+        # Otherwise it had ended on its own (a closed channel reaches the judge while
+        # the program's exit is under way, before the forker can reap it).
+        return verdict(statuses[jpid], program, timed_out, duration, reports,
+                       bytes(out), out_total)
 
 
 def abandon(pids: list[int], namespaces: bool) -> NoReturn:
@@ -935,7 +941,7 @@ def confine(req: dict[str, Any], cwd: str, home: str, uid: int | None, setup: Se
     if limits.get("open_files"):
         wanted.append((resource.RLIMIT_NOFILE, limits["open_files"], limits["open_files"]))
     if limits.get("processes") and setup.nproc_base >= 0:
-        n = setup.nproc_base + limits["processes"]
+        n = setup.nproc_base + limits["processes"] + 1  # the judge, where it counts
         wanted.append((resource.RLIMIT_NPROC, n, n))
     for which, soft, hard in wanted:
         try:
