@@ -586,7 +586,6 @@ class Forker:
         self.setup = setup
         self.pidfd = hasattr(os, "pidfd_open")
         self.unread = 0  # bytes of the judge's part still in the request pipe
-
     def run(self, req: dict[str, Any]) -> dict[str, Any]:
         setup = self.setup
         self.unread = int(req.get("judge_bytes", 0))
@@ -696,6 +695,10 @@ class Forker:
                     reports.append(line.decode("utf-8", "replace"))
             return True
 
+        def decided() -> bool:
+            """The judge reported a verdict that needs no exit status."""
+            return bool(reports) and not reports[-1].startswith("GONE")
+
         def ended(target: int, status: int) -> None:
             statuses[target] = status
             if target == pid:
@@ -706,7 +709,7 @@ class Forker:
                 except OSError:
                     pass
 
-        while jpid not in statuses:
+        while jpid not in statuses and not decided():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 timed_out = True
@@ -736,11 +739,11 @@ class Forker:
                 os.kill(target, signal.SIGKILL)
             except OSError:
                 pass
+        for fd in pidfds:
+            os.close(fd)
         for target in (pid, jpid):
             if target not in statuses:
                 statuses[target] = os.waitpid(target, 0)[1]
-        for fd in pidfds:
-            os.close(fd)
         if setup.namespaces:
             sweep_namespace()
         else:
@@ -751,6 +754,9 @@ class Forker:
                     break
         for fd in (rep_r, out_r):
             os.close(fd)
+        if decided():  # killed after its report: the judge's status says nothing
+            return verdict(None, None, timed_out, duration, reports, bytes(out),
+                           out_total)
         program: int | None = statuses[pid]
         if not program_alone and os.WIFSIGNALED(statuses[pid]) and \
                 os.WTERMSIG(statuses[pid]) == signal.SIGKILL:
@@ -789,13 +795,15 @@ def signal_name(sig: int) -> str:
         return str(sig)
 
 
-def verdict(judge: int, program: int | None, timed_out: bool, duration: float,
+def verdict(judge: int | None, program: int | None, timed_out: bool, duration: float,
             lines: list[str], output: bytes, output_total: int) -> dict[str, Any]:
     """The answer, from the judge's reports and the two processes' exit statuses.
 
     ``program`` is the program's wait status when it ended on its own (None when
-    the forker killed it after the judge ended). Only the judge writes reports: a
-    run passes when its last report is ``PASS`` and it exited with status 0."""
+    the forker killed it), ``judge`` the judge's (None when it was killed after its
+    report). Only the judge writes reports, and ``PASS`` is the last thing it does
+    after the tests ran to their end: a run passes when its last report is
+    ``PASS``."""
     text = output.decode("utf-8", "replace")
     result: dict[str, Any] = {
         "op": "result",
@@ -825,13 +833,9 @@ def verdict(judge: int, program: int | None, timed_out: bool, duration: float,
         result["message"] = f"still running after {duration:.3g} s (wall clock)"
         return result
     if final is not None and final[0] == "PASS":
-        if os.WIFEXITED(judge) and os.WEXITSTATUS(judge) == 0:
-            result["passed"] = True
-            result["reason"] = "passed"
-            result["exit_code"] = 0
-        else:
-            result["reason"] = "crashed"
-            result["message"] = "the tests passed but the test process did not exit cleanly"
+        result["passed"] = True
+        result["reason"] = "passed"
+        result["exit_code"] = 0
         return result
     if final is not None and final[0] != "GONE":
         kind, body = final
@@ -862,6 +866,7 @@ def verdict(judge: int, program: int | None, timed_out: bool, duration: float,
         return result
     # No report: the judge itself did not finish (killed by a limit, or by the
     # program where both run as the same user).
+    judge = 0 if judge is None else judge
     if os.WIFSIGNALED(judge) and os.WTERMSIG(judge) == signal.SIGXCPU:
         result["reason"] = "timeout"
         result["message"] = "CPU time limit exceeded"
