@@ -54,10 +54,11 @@ builtin and standard-library classes (iterators lazily, item by item), so what t
 tests compare is genuine whatever the program did to its own interpreter; a value
 whose comparison, hashing, iteration, length, truth or item access is not that of an
 unmodified builtin or standard-library class is refused (``untrusted_return``). The
-judge is forked before the program can act, reads the tests only after the program
-was forked, is not dumpable, runs under another uid where uids are switched, and
-alone holds the pipe that carries the verdict. A run passes when its last report is
-``PASS`` and it exited with status 0; a program that crashes (``SIGSEGV``) fails with
+judge is forked by the zygote's forker (never by the program), after the program, so
+the program's memory never held the tests; it is not dumpable from its start, runs
+under another uid where uids are switched, and alone holds the pipe that carries the
+verdict. A run passes when its last report is
+``PASS`` (the judge's last act); a program that crashes (``SIGSEGV``) fails with
 ``crashed``. See ``docs/evaluators.md`` (the sandbox section) for what this
 guarantees and what it does not.
 """

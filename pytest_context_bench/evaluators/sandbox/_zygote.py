@@ -1816,6 +1816,27 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
         body = describe(exc, "test", "test.py")
         body["message"] = "the example's test code does not compile: " + body["message"]
         report("ERROR", body)
+    # The prompt's definitions first, while the program's process starts: the
+    # tests call these, whatever the program defines under the same names.
+    namespace: dict[str, Any] = {"__name__": "test", "__file__": "test.py",
+                                 "__builtins__": builtins}
+    prompt = spec.get("prompt") or ""
+    prompt_error: dict[str, Any] | None = None
+    if prompt:
+        prompt_code = None
+        for text in (prompt, prompt.rstrip("\n") + "\n    pass\n"):
+            try:
+                prompt_code = compile(text, "prompt.py", "exec", dont_inherit=True)
+                break
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+        if prompt_code is not None:
+            try:
+                exec(prompt_code, namespace)
+            except BaseException as exc:  # noqa: BLE001
+                prompt_error = describe(exc, "test", "prompt.py")
+                prompt_error["message"] = ("the prompt's definitions could not run for "
+                                           "the tests: " + prompt_error["message"])
     try:
         first = peer.receive()
     except Unreadable as exc:
@@ -1833,31 +1854,15 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
         report("REFUSED", {"stage": "solution", "exception": "UntrustedReturn",
                            "message": "the program's process sent what the sandbox "
                                       "never sends"})
+    if prompt_error is not None:
+        report("ERROR", prompt_error)
     names = {n for n in first[1] if type(n) is str}
     keep = [n for n in spec.get("keep") or () if type(n) is str]
-    namespace: dict[str, Any] = {"__name__": "test", "__file__": "test.py",
-                                 "__builtins__": builtins}
     for name in names:
-        # A builtin the program shadows (``def abs(x): return 0``) stays the builtin.
-        if name not in keep and not hasattr(builtins, name):
+        # What the prompt defines stays the prompt's; a builtin the program shadows
+        # (``def abs(x): return 0``) stays the builtin.
+        if name not in keep and name not in namespace and not hasattr(builtins, name):
             namespace[name] = RemoteFunction(peer, name, name)
-    prompt = spec.get("prompt") or ""
-    if prompt:
-        prompt_code = None
-        for text in (prompt, prompt.rstrip("\n") + "\n    pass\n"):
-            try:
-                prompt_code = compile(text, "prompt.py", "exec", dont_inherit=True)
-                break
-            except (SyntaxError, ValueError, MemoryError, RecursionError):
-                continue
-        if prompt_code is not None:
-            try:
-                exec(prompt_code, namespace)
-            except BaseException as exc:  # noqa: BLE001
-                body = describe(exc, "test", "prompt.py")
-                body["message"] = ("the prompt's definitions could not run for the "
-                                   "tests: " + body["message"])
-                report("ERROR", body)
     for name in keep:
         if name in names:
             namespace[name] = RemoteFunction(peer, name, name)
