@@ -847,7 +847,8 @@ def verdict(judge: int | None, program: int | None, timed_out: bool, duration: f
         body = final[1]
         stage = body.get("stage") if isinstance(body.get("stage"), str) else "test"
         result["stage"] = stage
-        when = "before the tests started" if stage == "solution" else "while the tests ran"
+        when = ("before the tests started" if stage == "solution"
+                else "while the tests ran")
         sig = result["signal"]
         if sig == signal.SIGXCPU:
             result["reason"] = "timeout"
@@ -855,11 +856,12 @@ def verdict(judge: int | None, program: int | None, timed_out: bool, duration: f
         elif sig is not None:
             memory = "MemoryError" in text or "Cannot allocate memory" in text
             result["reason"] = "memory" if memory else "crashed"
-            result["message"] = f"the program was killed by signal {signal_name(sig)} {when}"
+            result["message"] = (f"the program was killed by signal {signal_name(sig)} "
+                                 f"{when}")
         elif result["exit_code"] is not None:
             result["reason"] = "exited_early"
-            result["message"] = (f"the program exited with status {result['exit_code']} "
-                                 f"{when}")
+            result["message"] = ("the program exited with status "
+                                 f"{result['exit_code']} {when}")
         else:
             result["reason"] = "crashed"
             result["message"] = f"the program stopped answering {when}"
@@ -875,7 +877,8 @@ def verdict(judge: int | None, program: int | None, timed_out: bool, duration: f
                if os.WIFSIGNALED(judge) else
                f"exited with status {os.WEXITSTATUS(judge)}")
         result["reason"] = "crashed"
-        result["message"] = f"the process running the tests {how} before it gave a verdict"
+        result["message"] = (f"the process running the tests {how} before it gave a "
+                             "verdict")
         if "MemoryError" in text:
             result["reason"] = "memory"
     return result
@@ -909,7 +912,8 @@ def confine(req: dict[str, Any], cwd: str, home: str, uid: int | None, setup: Se
     os.dup2(high[0], 2)
     for i, fd in enumerate(high[1:]):
         os.dup2(fd, 3 + i)
-    os.closerange(2 + len(fds), max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024))
+    os.closerange(2 + len(fds),
+                  max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024))
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)  # write errors become exceptions
     for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM, signal.SIGHUP):
@@ -940,11 +944,14 @@ def confine(req: dict[str, Any], cwd: str, home: str, uid: int | None, setup: Se
         (resource.RLIMIT_CORE, 0, 0),
     ]
     if limits.get("memory_bytes"):
-        wanted.append((resource.RLIMIT_AS, limits["memory_bytes"], limits["memory_bytes"]))
+        wanted.append((resource.RLIMIT_AS, limits["memory_bytes"],
+                       limits["memory_bytes"]))
     if limits.get("file_bytes"):
-        wanted.append((resource.RLIMIT_FSIZE, limits["file_bytes"], limits["file_bytes"]))
+        wanted.append((resource.RLIMIT_FSIZE, limits["file_bytes"],
+                       limits["file_bytes"]))
     if limits.get("open_files"):
-        wanted.append((resource.RLIMIT_NOFILE, limits["open_files"], limits["open_files"]))
+        wanted.append((resource.RLIMIT_NOFILE, limits["open_files"],
+                       limits["open_files"]))
     if limits.get("processes") and setup.nproc_base >= 0:
         n = setup.nproc_base + limits["processes"] + 1  # the judge, where it counts
         wanted.append((resource.RLIMIT_NPROC, n, n))
@@ -1010,7 +1017,8 @@ def judge_child(req: dict[str, Any], payload: mmap.mmap, size: int, tmp: str,
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
                     signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGTSTP,
                     signal.SIGTTIN, signal.SIGTTOU):
-            signal.signal(sig, signal.SIG_IGN)  # a signal from the program changes nothing
+            # A signal from the program changes nothing.
+            signal.signal(sig, signal.SIG_IGN)
         install_judge_guard()
         peer = Peer(JUDGE_IN_FD, JUDGE_OUT_FD, judge=True)
     except BaseException as exc:  # noqa: BLE001
@@ -1040,7 +1048,8 @@ BIG_INT_BITS = 12_000  # larger ints travel in hex (the decimal parser has a lim
 #: What decides how a value behaves in a test: comparison, hashing, iteration,
 #: length, truth, item access.
 BEHAVIOUR = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__",
-             "__iter__", "__next__", "__len__", "__bool__", "__getitem__", "__contains__")
+             "__iter__", "__next__", "__len__", "__bool__", "__getitem__",
+             "__contains__")
 _MISSING = object()
 
 
@@ -1074,13 +1083,15 @@ def _iterator_types() -> frozenset[type]:
 
     samples: list[Any] = [
         iter([]), iter(()), iter(""), iter(b""), iter(bytearray()), iter(range(0)),
-        iter(range(1 << 70)), iter(set()), iter({}), iter({}.values()), iter({}.items()),
+        iter(range(1 << 70)), iter(set()), iter({}), iter({}.values()),
+        iter({}.items()),
         reversed([]), reversed(range(0)), reversed({}), reversed({}.values()),
         reversed({}.items()), gen(), map(id, ()), filter(None, ()), zip(),
         enumerate(()), iter(collections.deque()), reversed(collections.deque()),
         iter(int, 1), itertools.tee(())[0], next(itertools.groupby([1]))[1],
         iter(collections.OrderedDict()), reversed(collections.OrderedDict()),
-        iter(collections.OrderedDict().values()), iter(collections.OrderedDict().items()),
+        iter(collections.OrderedDict().values()),
+        iter(collections.OrderedDict().items()),
     ]
     found = {type(s) for s in samples}
     for value in vars(itertools).values():
@@ -1204,7 +1215,8 @@ class Peer:
         self._join = "".join
         encoder = json.encoder.c_make_encoder  # type: ignore[attr-defined]
         if encoder is not None:
-            self._dumps = encoder(None, self._no_default, json.encoder.encode_basestring_ascii,
+            self._dumps = encoder(None, self._no_default,
+                                  json.encoder.encode_basestring_ascii,
                                   None, ":", ",", False, False, True)
         else:  # pragma: no cover (CPython always has the C encoder)
             self._dumps = None
@@ -1387,7 +1399,8 @@ class Peer:
             fields = resolve(t, "_fields")
             if t is not tuple and type(fields) is tuple and all(
                     type(f) is str for f in fields) and len(fields) == len(items):
-                return {"nt": [self.class_name(t, qualified=False), list(fields), items]}
+                name = self.class_name(t, qualified=False)
+                return {"nt": [name, list(fields), items]}
             return {"t": items}
         if base is list:
             return [enc(v, d) for v in list.__iter__(value)]
@@ -1410,7 +1423,8 @@ class Peer:
             return {"od": pairs}
         if base is collections.defaultdict:
             factory = DEFAULT_FACTORY(value)
-            known = next((n for n, f in DEFAULT_FACTORIES.items() if f is factory), None)
+            known = next((n for n, f in DEFAULT_FACTORIES.items() if f is factory),
+                         None)
             return {"dd": [known, pairs]}
         return {"d": pairs}
 
@@ -1530,7 +1544,8 @@ class Peer:
                 self.failure.append(("GONE", {"stage": "test", "message": str(exc)}))
             raise
 
-    def call(self, target: str | int, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def call(self, target: str | int, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
         message = ["call", target, [self.encode(a) for a in args],
                    [[k, self.encode(v)] for k, v in kwargs.items()]]
         reply = self.request(message)
@@ -1553,14 +1568,16 @@ class Peer:
             message = str(reply[1])
             if self.judge and not self.failure:
                 self.failure.append(("REFUSED", {
-                    "stage": "test", "exception": "UntrustedReturn", "message": message}))
+                    "stage": "test", "exception": "UntrustedReturn",
+                    "message": message}))
             raise Refused(message)
         if kind == "exc":
             raise self.exception(reply)
         raise Unreadable(f"an unexpected reply {kind!r}")
 
     def exception(self, reply: list[Any]) -> BaseException:
-        names = [n for n in reply[1] if type(n) is str] if type(reply[1]) is list else []
+        names = ([n for n in reply[1] if type(n) is str]
+                 if type(reply[1]) is list else [])
         message = reply[2] if type(reply[2]) is str else ""
         where = reply[3] if len(reply) > 3 and type(reply[3]) is str else None
         first = names[0] if names else "?"
@@ -1580,10 +1597,12 @@ class Peer:
             if self.judge and not self.failure:
                 body = {"stage": "test", "exception": first, "message": message}
                 if first == "SystemExit":
-                    body["message"] = f"SystemExit({message}) raised before the tests finished"
+                    body["message"] = (f"SystemExit({message}) raised before the "
+                                       "tests finished")
                 if where:
                     body["where"] = where
-                self.failure.append(("EXIT" if first == "SystemExit" else "ERROR", body))
+                kind = "EXIT" if first == "SystemExit" else "ERROR"
+                self.failure.append((kind, body))
         else:
             try:
                 exc = cls(message)
@@ -1845,7 +1864,8 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
     except PeerGone:
         report("GONE", {"stage": "solution"})
     if first[0] == "failed" and len(first) == 3 and type(first[2]) is dict:
-        kind = first[1] if first[1] in ("SYNTAX", "MEMORY", "EXIT", "ERROR") else "ERROR"
+        kind = (first[1] if first[1] in ("SYNTAX", "MEMORY", "EXIT", "ERROR")
+                else "ERROR")
         body = {k: v for k, v in first[2].items()
                 if k in ("stage", "exception", "message", "where") and type(v) is str}
         body["stage"] = "solution"
