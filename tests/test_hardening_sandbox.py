@@ -112,7 +112,7 @@ def test_hostile_return_values_fail(ev: CodeExecution, name: str) -> None:
     value, details = _score(ev, example, HOSTILE_RETURNS[name])
     assert value == 0.0, details
     assert details["reason"] == "untrusted_return", details
-    assert "exact builtin types" in details["message"]
+    assert "behave as builtin or standard-library ones" in details["message"]
     assert "untrusted_return" in REASONS
 
 
@@ -289,11 +289,27 @@ def test_replaced_builtins_do_not_open_the_reporter(ev: CodeExecution) -> None:
     assert value == 0.0, details
 
 
-def test_a_process_the_program_starts_cannot_read_its_memory(ev: CodeExecution) -> None:
+def test_a_process_the_program_starts_cannot_read_the_judges_memory(
+    ev: CodeExecution,
+) -> None:
+    """The program's own memory holds nothing of the verdict; the judge's does, and
+    no process of the program (one without the program's audit hooks included)
+    can read it."""
+    probe = (
+        "import os\n"
+        "mine = {os.getpid(), os.getppid()}\n"
+        "for p in os.listdir('/proc'):\n"
+        "    if p.isdigit() and int(p) not in mine:\n"
+        "        try:\n"
+        "            open('/proc/%s/mem' % p, 'rb').read(1)\n"
+        "            print('OPENED', p)\n"
+        "        except OSError:\n"
+        "            pass\n"
+    )
     response = (
         "    return 0\nimport os, subprocess, sys\n"
-        'code = \'import os; f = open("/proc/%d/mem" % os.getppid(), "rb"); print("OPENED")\'\n'
-        "out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+        f"out = subprocess.run([sys.executable, '-c', {probe!r}], capture_output=True,"
+        " text=True)\n"
         "print(out.stdout, out.stderr[-200:])\n"
     )
     value, details = _score(ev, ADD, response)

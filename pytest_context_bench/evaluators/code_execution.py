@@ -4,9 +4,11 @@ HumanEval style (the example has ``test``): the solution is the prompt
 (``context``) followed by the completion; the tests are ``test``; then
 ``check(<entry_point>)`` is called. MBPP style (``test_list``): the solution is the
 completion alone; the tests are ``test_imports``, ``test_setup_code`` and the
-asserts. The solution and the tests are compiled and run separately (see
-:mod:`~pytest_context_bench.evaluators.sandbox`), so nothing the completion does
-can skip the tests or report their success for them.
+asserts. The solution and the tests run in two processes (see
+:mod:`~pytest_context_bench.evaluators.sandbox`): the tests, with the prompt's own
+helpers, in a judge that never runs the completion's code and alone decides the
+verdict, so nothing the completion does can skip the tests, change the helpers they
+call, or report their success for them.
 
 Completions are cleaned the way models write them: the Markdown code block is
 taken out of a fenced answer; leading and trailing prose around code is dropped
@@ -314,7 +316,8 @@ class CodeExecution:
         else:
             solution = extract_code(response, keep[0] if keep else None)
             call = None
-        result = self._sandbox.run(solution, test, call=call, keep=keep)
+        result = self._sandbox.run(solution, test, call=call, keep=keep,
+                                   prompt=prompt if kind == "humaneval" else "")
         details = _details(result)
         self._local.details = details
         return {_KEY: 1.0 if result.passed else 0.0}, details

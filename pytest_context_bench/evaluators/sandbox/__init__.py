@@ -52,16 +52,21 @@ namespaces, children switch to an unused uid when the interpreter stays readable
 by it; otherwise no process limit applies (root ignores ``RLIMIT_NPROC``).
 ``network="deny"`` refuses to run where no network namespace can be created.
 
-Passing is decided by the harness inside the child, not by the exit status: the
-solution and the tests are compiled separately (so a solution cannot swallow the
-tests), the tests run with pristine builtins, and only after the check call
-returned does the harness write a per-run secret through a channel the program
-never sees (it is not in the program text, the environment, the arguments or any
-file the child can read). A run passes when that line arrived and the process
-exited with status 0. What this does not stop: code that deliberately searches the
-interpreter's own memory for the secret (``gc``, frames, ``ctypes``), or that
-patches attributes of standard-library modules the tests use; no in-process test
-harness can rule those out, and the limits above are what protect the machine.
+Passing is decided by a second child, the *judge*, never by the program's process.
+The program's child runs the solution and answers calls over a pipe; the judge runs
+the test code (with the prompt's own helpers) and calls the program's functions
+through that pipe. Values cross as data and the judge rebuilds them with its own
+builtin and standard-library classes (iterators lazily, item by item), so what the
+tests compare is genuine whatever the program did to its own interpreter; a value
+whose comparison, hashing, iteration, length, truth or item access is not that of an
+unmodified builtin or standard-library class is refused (``untrusted_return``). The
+judge is forked by the zygote's forker (never by the program), after the program, so
+the program's memory never held the tests; it is not dumpable from its start, runs
+under another uid where uids are switched, and alone holds the pipe that carries the
+verdict. A run passes when its last report is
+``PASS`` (the judge's last act); a program that crashes (``SIGSEGV``) fails with
+``crashed``. See ``docs/evaluators.md`` (the sandbox section) for what this
+guarantees and what it does not.
 """
 
 from __future__ import annotations
@@ -287,8 +292,14 @@ class _Zygote:
             raise SandboxError(str(ready.get("message", "the sandbox refused to start")))
         self.ready = ready
 
-    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        _write_frame(self.stdin, request)
+    def run(self, request: dict[str, Any], judge: bytes, timeout: float) -> dict[str, Any]:
+        """Send a run: its frame, then ``judge`` (the judge's part, raw bytes that
+        only the judge's process reads), and wait for the answer."""
+        import json
+
+        body = json.dumps({**request, "judge_bytes": len(judge)}).encode("utf-8")
+        self.stdin.write(struct.pack(">I", len(body)) + body + judge)
+        self.stdin.flush()
         return _read_frame(self.out_fd, timeout)
 
     def stderr_text(self) -> str:
@@ -450,26 +461,37 @@ class Sandbox:
         *,
         call: tuple[str, str] | None = None,
         keep: Sequence[str] = (),
+        prompt: str = "",
     ) -> SandboxResult:
-        """Run ``solution``, then ``test`` in the same namespace, then the call.
+        """Run ``solution`` in one process and ``test`` in another (the judge).
 
         :param solution: the code under test (e.g. a HumanEval prompt plus the
-            completion). Compiled and run first; a syntax error here is the
-            ``syntax_error`` reason.
-        :param test: the test code, compiled on its own and run after the solution,
-            in a copy of its globals with pristine builtins; top-level names of the
-            solution that shadow a builtin are not visible to it (``keep`` excepted).
+            completion). Compiled and run first, in the program's process; a syntax
+            error here is the ``syntax_error`` reason.
+        :param test: the test code, compiled and run in the judge's process, which
+            never runs the program's code: the program's functions are called
+            through a channel and their results rebuilt from data there.
         :param call: ``(function, argument)``: after the test code, call the test's
-            ``function`` with the solution's ``argument`` (``("check", "add")``).
-        :param keep: solution names the tests may see even if they shadow builtins.
+            ``function`` with the program's ``argument`` (``("check", "add")``).
+        :param keep: names the tests take from the program even where ``prompt``
+            defines them (the entry point, MBPP's named function). The program's
+            other callable top-level names are visible to the tests only where
+            ``prompt`` does not define them.
+        :param prompt: code whose definitions the tests use as they are (the
+            HumanEval prompt: helpers such as ``encode_cyclic``), run in the judge.
         :raises SandboxError: when no sandbox can run here.
         """
+        import json
+
+        judge = json.dumps({
+            "test": test,
+            "prompt": prompt,
+            "call": list(call) if call else None,
+            "keep": list(keep),
+        }).encode("utf-8")
         request = {
             "op": "run",
             "solution": solution,
-            "test": test,
-            "call": list(call) if call else None,
-            "keep": list(keep),
             "timeout": self.timeout,
             "output_cap": self.output_cap,
             "limits": {
@@ -481,7 +503,7 @@ class Sandbox:
         }
         zygote = self._acquire()
         try:
-            answer = zygote.run(request, self.timeout + _SLACK)
+            answer = zygote.run(request, judge, self.timeout + _SLACK)
         except (OSError, EOFError, TimeoutError, ValueError) as exc:
             detail = zygote.stderr_text()
             zygote.proc.kill()

@@ -8,8 +8,9 @@ no API key, no environment beyond a minimal one).
 Protocol (over the zygote's stdin/stdout): frames of a 4-byte big-endian length
 followed by UTF-8 JSON. The client sends an ``init`` frame; the zygote sets up its
 isolation and answers ``ready`` with what it could set up. Then, for each ``run``
-frame, it forks a child, supervises it and answers with the verdict. End of input
-ends the zygote.
+frame (followed on the same pipe by ``judge_bytes`` raw bytes: the judge's part, JSON
+with ``test``, ``prompt``, ``keep`` and ``call``), it forks the two children,
+supervises them and answers with the verdict. End of input ends the zygote.
 
 Isolation is set up once, in the zygote, where Linux allows it (root with
 CAP_SYS_ADMIN, or an unprivileged user namespace): new mount, PID, IPC and
@@ -24,25 +25,34 @@ and ``/dev/shm``. As root, each child also switches to an unused uid. Elsewhere
 ("basic" mode) the forker is a child subreaper and sweeps escaped processes by
 scanning ``/proc``.
 
-Each child: own session and process group, fresh temporary working directory,
-minimal environment, stdin on ``/dev/null``, stdout/stderr into one capped pipe,
-resource limits (CPU, address space, file size, open files, processes), no new
-privileges. The program's solution and its tests are compiled separately (so the
-solution cannot swallow the tests, e.g. with an unclosed string) and run in that
-order, the tests with pristine builtins. The child receives a per-run secret
-through a pipe that it reads and closes before the program runs; only the harness
-writes it back, after the tests have run to their end. The program text, its
-environment, its arguments and its files never contain it.
+Each run forks two children: the program's (first) and the judge's. Both get their
+own session and process group, a minimal environment, stdin on ``/dev/null``,
+stdout/stderr into one capped pipe, resource limits (CPU, address space, file size,
+open files, processes) and no new privileges. The program's child compiles and runs
+the solution in a fresh temporary directory, then answers the judge's calls (see
+:class:`Peer`). The judge's part of the request (tests, prompt, names) is read from
+the request pipe only after the program's child was forked, into a mapping unmapped
+once the judge is forked; the judge is not dumpable, runs under another uid where
+uids are switched, ignores the signals it can, runs the tests with the prompt's own
+helpers and the program's functions as stand-ins, rebuilds every returned value from
+data, and alone writes the verdict, on a pipe only it and the forker hold.
 """
 
 from __future__ import annotations
 
 import builtins
+import collections
 import ctypes
 import ctypes.util
+import decimal
+import fcntl
+import fractions
+import functools
 import gc
+import itertools
 import json
 import math
+import mmap
 import os
 import random
 import resource
@@ -53,6 +63,7 @@ import struct
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable
 from stat import S_ISLNK, S_ISREG
 from typing import Any, NoReturn
@@ -81,10 +92,6 @@ PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
-
-# Child file descriptors.
-REPORT_FD = 3
-SECRET_FD = 4
 
 # Modules imported once here so that children do not pay for them.
 PRELOAD = [
@@ -913,71 +920,108 @@ def wipe(directory: str, keep: set[str]) -> None:
                 pass
 
 
+def read_payload(fd: int, size: int) -> mmap.mmap | None:
+    """Read ``size`` bytes of ``fd`` into a fresh anonymous mapping (None at end of
+    input). The judge's part of a request (the tests, the prompt) lives only there,
+    never in a Python object of the forker: the mapping is unmapped once the judge
+    is forked, so no program forked later inherits a trace of it."""
+    buf = mmap.mmap(-1, max(size, 1))
+    view = memoryview(buf)
+    got = 0
+    try:
+        while got < size:
+            n = os.readv(fd, [view[got:size]])
+            if n == 0:
+                view.release()
+                buf.close()
+                return None
+            got += n
+    finally:
+        if not buf.closed:
+            view.release()
+    return buf
+
+
 class Forker:
     def __init__(self, setup: Setup) -> None:
         self.setup = setup
-        self.pristine = dict(builtins.__dict__)
         self.pidfd = hasattr(os, "pidfd_open")
-
+        self.unread = 0  # bytes of the judge's part still in the request pipe
     def run(self, req: dict[str, Any]) -> dict[str, Any]:
         setup = self.setup
-        uid = None
+        self.unread = int(req.get("judge_bytes", 0))
+        uids: tuple[int, int] | None = None
         if setup.uid_base is not None:
-            uid = setup.uid_base + random.randrange(setup.uid_span)
+            first = random.randrange(setup.uid_span)
+            second = (first + 1 + random.randrange(setup.uid_span - 1)) % setup.uid_span
+            uids = (setup.uid_base + first, setup.uid_base + second)
         tmp = tempfile.mkdtemp(prefix="ctxbench-", dir=setup.work)
         try:
-            for name, stage in (("solution.py", "solution"), ("test.py", "test")):
-                with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
-                    f.write(req[stage])
-            if uid is not None:
-                for path in (tmp, os.path.join(tmp, "solution.py"),
-                             os.path.join(tmp, "test.py")):
-                    os.chown(path, uid, uid)
-            return self._supervise(req, tmp, uid)
+            with open(os.path.join(tmp, "solution.py"), "w", encoding="utf-8") as f:
+                f.write(req["solution"])
+            if uids is not None:
+                for path in (tmp, os.path.join(tmp, "solution.py")):
+                    os.chown(path, uids[0], uids[0])
+            return self._supervise(req, tmp, uids)
         finally:
+            if self.unread:  # keep the request stream in step whatever happened
+                payload = read_payload(0, self.unread)
+                if payload is not None:
+                    payload.close()
+                self.unread = 0
             remove_tree(tmp)
             if setup.namespaces:
                 for directory in setup.private_dirs:
                     wipe(directory, setup.keep)
 
-    def _supervise(self, req: dict[str, Any], tmp: str, uid: int | None) -> dict[str, Any]:
-        rep_r, rep_w = os.pipe()
-        out_r, out_w = os.pipe()
-        sec_r, sec_w = os.pipe()
+    def _supervise(self, req: dict[str, Any], tmp: str,
+                   uids: tuple[int, int] | None) -> dict[str, Any]:
+        out_r, out_w = os.pipe()  # stdout and stderr of both processes
+        j2p_r, j2p_w = os.pipe()  # judge -> program
+        p2j_r, p2j_w = os.pipe()  # program -> judge
         started = time.monotonic()
         forker_pid = os.getpid()
+        setup = self.setup
+        # The program first, before the judge's part of the request is even read:
+        # no byte of the tests is in its memory.
         pid = os.fork()
         if pid == 0:
-            os.close(rep_r)
-            os.close(out_r)
-            os.close(sec_w)
-            child(req, tmp, uid, self.setup, self.pristine, rep_w, out_w, sec_r,
-                  forker_pid)
-        os.close(rep_w)
-        os.close(out_w)
-        os.close(sec_r)
-        # Made only now, after the fork: no child ever had it in its memory before
-        # reading it from the pipe.
-        secret = os.urandom(16).hex()
-        os.write(sec_w, secret.encode("ascii"))
-        os.close(sec_w)
+            for fd in (out_r, j2p_w, p2j_r):
+                os.close(fd)
+            program_child(req, tmp, uids[0] if uids else None, setup,
+                          [out_w, j2p_r, p2j_w], forker_pid)
+        size, self.unread = self.unread, 0
+        payload = read_payload(0, size)
+        if payload is None:
+            abandon([pid], setup.namespaces)
+        rep_r, rep_w = os.pipe()  # judge -> forker: the verdict; nobody else has it
+        jpid = os.fork()
+        if jpid == 0:
+            for fd in (rep_r, out_r, j2p_r, p2j_w):
+                os.close(fd)
+            judge_child(req, payload, size, tmp, uids[1] if uids else None, setup,
+                        [out_w, rep_w, p2j_r, j2p_w], forker_pid)
+        payload.close()
+        for fd in (out_w, j2p_r, j2p_w, p2j_r, p2j_w, rep_w):
+            os.close(fd)
 
         timeout = float(req["timeout"])
         cap = int(req["output_cap"])
         deadline = started + timeout
         out = bytearray()
         out_total = 0
-        verdicts: list[str] = []
+        reports: list[str] = []
         rep_tail = b""
-        token = secret.encode("ascii") + b" "
         poller = select.poll()
-        pidfd = -1
+        pidfds: dict[int, int] = {}  # pidfd -> pid
         if self.pidfd:
-            try:
-                pidfd = os.pidfd_open(pid)
-                poller.register(pidfd, select.POLLIN)
-            except OSError:
-                pidfd = -1
+            for target in (pid, jpid):
+                try:
+                    fd = os.pidfd_open(target)
+                except OSError:
+                    continue
+                pidfds[fd] = target
+                poller.register(fd, select.POLLIN)
         for fd in (rep_r, out_r):
             set_cloexec_nonblock(fd)
             poller.register(fd, select.POLLIN)
@@ -987,10 +1031,8 @@ class Forker:
         # verdict, and the program must not outlive the run.
         poller.register(0, 0)
         open_fds = {rep_r, out_r}
-        status: int | None = None
+        statuses: dict[int, int] = {}  # pid -> wait status, for those that ended
         timed_out = False
-
-        setup_error: list[str] = []
 
         def take(fd: int) -> bool | None:
             """Read once: True (data), False (end of file) or None (nothing yet)."""
@@ -1010,82 +1052,119 @@ class Forker:
             else:
                 lines = (rep_tail + data).split(b"\n")
                 rep_tail = lines.pop()
-                if len(rep_tail) > 65536:
-                    rep_tail = b""
                 for line in lines:
-                    if line.startswith(token):
-                        verdicts.append(line[len(token):].decode("utf-8", "replace"))
-                    elif line.startswith(b"setup-failed ") and not setup_error:
-                        setup_error.append(line[13:].decode("utf-8", "replace"))
+                    reports.append(line.decode("utf-8", "replace"))
             return True
 
-        while status is None:
+        def decided() -> bool:
+            """The judge reported a verdict that needs no exit status."""
+            return bool(reports) and not reports[-1].startswith("GONE")
+
+        def ended(target: int, status: int) -> None:
+            statuses[target] = status
+            if target == pid:
+                # The program's processes go with it: the judge then reads the
+                # end of the program's channel at once.
+                try:
+                    os.kill(-pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+        while jpid not in statuses and not decided():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 timed_out = True
                 break
-            wait_ms = remaining * 1000 if pidfd >= 0 else min(remaining * 1000, 5)
+            wait_ms = remaining * 1000 if len(pidfds) == 2 else min(remaining * 1000, 5)
             for fd, _event in poller.poll(max(1, math.ceil(wait_ms))):
                 if fd == 0:
-                    abandon(pid, self.setup.namespaces)
-                if fd == pidfd:
-                    status = os.waitpid(pid, 0)[1]
+                    abandon([pid, jpid], setup.namespaces)
+                if fd in pidfds:
+                    target = pidfds.pop(fd)
+                    poller.unregister(fd)
+                    os.close(fd)
+                    ended(target, os.waitpid(target, 0)[1])
                 elif fd in open_fds and take(fd) is False:
                     poller.unregister(fd)
                     open_fds.discard(fd)
-            if status is None and pidfd < 0:
-                done, st = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    status = st
+            if len(pidfds) < 2:
+                for target in (pid, jpid):
+                    if target not in statuses and target not in pidfds.values():
+                        done, st = os.waitpid(target, os.WNOHANG)
+                        if done:
+                            ended(target, st)
         duration = time.monotonic() - started
-        for target in (-pid, pid):
+        program_alone = pid in statuses  # the program ended before we killed it
+        for target in (-pid, pid, -jpid, jpid):
             try:
                 os.kill(target, signal.SIGKILL)
             except OSError:
                 pass
-        if status is None:
-            status = os.waitpid(pid, 0)[1]
-        if pidfd >= 0:
-            os.close(pidfd)
-        if self.setup.namespaces:
+        for fd in pidfds:
+            os.close(fd)
+        for target in (pid, jpid):
+            if target not in statuses:
+                statuses[target] = os.waitpid(target, 0)[1]
+        if setup.namespaces:
             sweep_namespace()
         else:
-            sweep_basic(pid, pid)
+            sweep_basic(pid, jpid)
         for fd in open_fds:  # every writer is gone: drain what is left
             for _ in range(1024):  # at most 64 MiB, should a writer have survived
                 if take(fd) is not True:
                     break
         for fd in (rep_r, out_r):
             os.close(fd)
-        answer = verdict(status, timed_out, duration, verdicts, bytes(out), out_total)
-        if setup_error and not verdicts:
-            answer["reason"] = "sandbox_error"
-            answer["message"] = "the sandbox could not be set up: " + setup_error[0]
-        return answer
+        if decided():  # killed after its report: the judge's status says nothing
+            return verdict(None, None, timed_out, duration, reports, bytes(out),
+                           out_total)
+        program: int | None = statuses[pid]
+        if not program_alone and os.WIFSIGNALED(statuses[pid]) and \
+                os.WTERMSIG(statuses[pid]) == signal.SIGKILL:
+            program = None  # our SIGKILL: it was still running
+        # Otherwise it had ended on its own (a closed channel reaches the judge while
+        # the program's exit is under way, before the forker can reap it).
+        return verdict(statuses[jpid], program, timed_out, duration, reports,
+                       bytes(out), out_total)
 
 
-def abandon(pid: int, namespaces: bool) -> NoReturn:
-    """The caller is gone: kill the program's process group and everything it left,
-    then end the zygote (in a PID namespace, the forker's exit ends every process
-    left in it; its parent outside then exits too)."""
-    for target in (-pid, pid):
-        try:
-            os.kill(target, signal.SIGKILL)
-        except OSError:
-            pass
+def abandon(pids: list[int], namespaces: bool) -> NoReturn:
+    """The caller is gone: kill the run's processes and everything they left, then
+    end the zygote (in a PID namespace, the forker's exit ends every process left
+    in it; its parent outside then exits too)."""
+    for pid in pids:
+        for target in (-pid, pid):
+            try:
+                os.kill(target, signal.SIGKILL)
+            except OSError:
+                pass
     try:
-        os.waitpid(pid, 0)
+        for pid in pids:
+            os.waitpid(pid, 0)
         if namespaces:
             sweep_namespace()
         else:
-            sweep_basic(pid, pid)
+            sweep_basic(pids[0], pids[-1])
     finally:
         os._exit(0)
 
 
-def verdict(status: int, timed_out: bool, duration: float, verdicts: list[str],
-            output: bytes, output_total: int) -> dict[str, Any]:
-    """Turn the child's exit status and its harness lines into the answer."""
+def signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return str(sig)
+
+
+def verdict(judge: int | None, program: int | None, timed_out: bool, duration: float,
+            lines: list[str], output: bytes, output_total: int) -> dict[str, Any]:
+    """The answer, from the judge's reports and the two processes' exit statuses.
+
+    ``program`` is the program's wait status when it ended on its own (None when
+    the forker killed it), ``judge`` the judge's (None when it was killed after its
+    report). Only the judge writes reports, and ``PASS`` is the last thing it does
+    after the tests ran to their end: a run passes when its last report is
+    ``PASS``."""
     text = output.decode("utf-8", "replace")
     result: dict[str, Any] = {
         "op": "result",
@@ -1093,11 +1172,11 @@ def verdict(status: int, timed_out: bool, duration: float, verdicts: list[str],
         "duration": round(duration, 6),
         "output": text,
         "output_bytes": output_total,
-        "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
-        "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+        "exit_code": None,
+        "signal": None,
     }
     reports = []
-    for line in verdicts:
+    for line in lines:
         kind, _, payload = line.partition(" ")
         try:
             body = json.loads(payload) if payload else {}
@@ -1105,401 +1184,1131 @@ def verdict(status: int, timed_out: bool, duration: float, verdicts: list[str],
             body = {}
         reports.append((kind, body if isinstance(body, dict) else {}))
     final = reports[-1] if reports else None
-    clean = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    if program is not None:
+        if os.WIFEXITED(program):
+            result["exit_code"] = os.WEXITSTATUS(program)
+        elif os.WIFSIGNALED(program):
+            result["signal"] = os.WTERMSIG(program)
     if timed_out:
         result["reason"] = "timeout"
         result["message"] = f"still running after {duration:.3g} s (wall clock)"
         return result
     if final is not None and final[0] == "PASS":
-        if clean:
-            result["passed"] = True
-            result["reason"] = "passed"
+        result["passed"] = True
+        result["reason"] = "passed"
+        result["exit_code"] = 0
+        return result
+    if final is not None and final[0] != "GONE":
+        kind, body = final
+        result.update({k: v for k, v in body.items()
+                       if k in ("message", "exception", "stage", "where")})
+        result["reason"] = REPORT_REASONS.get(kind, "exception")
+        return result
+    if final is not None:  # GONE: the program stopped answering the tests
+        body = final[1]
+        stage = body.get("stage") if isinstance(body.get("stage"), str) else "test"
+        result["stage"] = stage
+        when = ("before the tests started" if stage == "solution"
+                else "while the tests ran")
+        sig = result["signal"]
+        if sig == signal.SIGXCPU:
+            result["reason"] = "timeout"
+            result["message"] = "CPU time limit exceeded"
+        elif sig is not None:
+            memory = "MemoryError" in text or "Cannot allocate memory" in text
+            result["reason"] = "memory" if memory else "crashed"
+            result["message"] = (f"the program was killed by signal {signal_name(sig)} "
+                                 f"{when}")
+        elif result["exit_code"] is not None:
+            result["reason"] = "exited_early"
+            result["message"] = ("the program exited with status "
+                                 f"{result['exit_code']} {when}")
         else:
             result["reason"] = "crashed"
-            result["message"] = "the tests passed but the process did not exit cleanly"
+            result["message"] = f"the program stopped answering {when}"
         return result
-    if final is not None:
-        kind, body = final
-        result.update({k: v for k, v in body.items() if isinstance(k, str)})
-        result["reason"] = {
-            "SYNTAX": "syntax_error",
-            "ASSERT": "assertion",
-            "MEMORY": "memory",
-            "EXIT": "exited_early",
-            "REFUSED": "untrusted_return",
-            "SETUP": "sandbox_error",
-        }.get(kind, "exception")
-        return result
-    sig = result["signal"]
-    if sig == signal.SIGXCPU:
+    # No report: the judge itself did not finish (killed by a limit, or by the
+    # program where both run as the same user).
+    judge = 0 if judge is None else judge
+    if os.WIFSIGNALED(judge) and os.WTERMSIG(judge) == signal.SIGXCPU:
         result["reason"] = "timeout"
         result["message"] = "CPU time limit exceeded"
-    elif sig is not None:
-        if "MemoryError" in text or "Cannot allocate memory" in text:
-            result["reason"] = "memory"
-        else:
-            result["reason"] = "crashed"
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = str(sig)
-        result["message"] = f"killed by signal {name}"
     else:
-        result["reason"] = "exited_early"
-        result["message"] = (
-            f"the process exited with status {result['exit_code']} before the tests "
-            "finished")
+        how = (f"was killed by signal {signal_name(os.WTERMSIG(judge))}"
+               if os.WIFSIGNALED(judge) else
+               f"exited with status {os.WEXITSTATUS(judge)}")
+        result["reason"] = "crashed"
+        result["message"] = (f"the process running the tests {how} before it gave a "
+                             "verdict")
+        if "MemoryError" in text:
+            result["reason"] = "memory"
     return result
 
 
-# ------------------------------------------------------------------ the child
+#: The judge's report kinds and the reasons they give.
+REPORT_REASONS = {
+    "SYNTAX": "syntax_error",
+    "ASSERT": "assertion",
+    "MEMORY": "memory",
+    "EXIT": "exited_early",
+    "REFUSED": "untrusted_return",
+    "SETUP": "sandbox_error",
+    "ERROR": "exception",
+}
+
+# ------------------------------------------------------------------ the two children
 
 
-def child(req: dict[str, Any], tmp: str, uid: int | None, setup: Setup,
-          pristine: dict[str, Any], rep_w: int, out_w: int, sec_r: int,
-          forker_pid: int) -> NoReturn:
-    """Set the child up, then run the harness; never returns."""
+def confine(req: dict[str, Any], cwd: str, home: str, uid: int | None, setup: Setup,
+            fds: list[int], forker_pid: int) -> None:
+    """Set a freshly forked child up: session, directory, descriptors (``fds[0]``
+    on stdout and stderr, the others on 3, 4, 5...), environment, limits, identity.
+    The child stays non-dumpable (inherited from the forker)."""
+    os.setsid()
+    os.chdir(cwd)
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds]
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(high[0], 1)
+    os.dup2(high[0], 2)
+    for i, fd in enumerate(high[1:]):
+        os.dup2(fd, 3 + i)
+    os.closerange(2 + len(fds),
+                  max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024))
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_IGN)  # write errors become exceptions
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONIOENCODING": "utf-8",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "USER": "sandbox",
+        "LOGNAME": "sandbox",
+    }
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = home
+
+    limits = req["limits"]
+    cpu = max(1, math.ceil(float(req["timeout"]))) + 1
+    wanted = [
+        (resource.RLIMIT_CPU, cpu, cpu + 1),
+        (resource.RLIMIT_CORE, 0, 0),
+    ]
+    if limits.get("memory_bytes"):
+        wanted.append((resource.RLIMIT_AS, limits["memory_bytes"],
+                       limits["memory_bytes"]))
+    if limits.get("file_bytes"):
+        wanted.append((resource.RLIMIT_FSIZE, limits["file_bytes"],
+                       limits["file_bytes"]))
+    if limits.get("open_files"):
+        wanted.append((resource.RLIMIT_NOFILE, limits["open_files"],
+                       limits["open_files"]))
+    if limits.get("processes") and setup.nproc_base >= 0:
+        n = setup.nproc_base + limits["processes"] + 1  # the judge, where it counts
+        wanted.append((resource.RLIMIT_NPROC, n, n))
+    for which, soft, hard in wanted:
+        try:
+            _, current_hard = resource.getrlimit(which)
+            if current_hard != resource.RLIM_INFINITY:
+                soft, hard = min(soft, current_hard), min(hard, current_hard)
+            resource.setrlimit(which, (soft, hard))
+        except (ValueError, OSError):
+            pass  # e.g. RLIMIT_AS on macOS; the wall-clock timeout still holds
+
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    elif setup.userns or os.geteuid() == 0:
+        # Root without a uid of its own keeps root's files and may signal root's
+        # processes, but without capabilities it can no longer read other
+        # processes' memory or environment, mount, or change limits.
+        drop_capabilities()
+    if sys.platform.startswith("linux"):
+        # The child dies with its forker, whatever kills the forker (set only now:
+        # a change of uid clears it). The forker is single-threaded, so "parent"
+        # here is the forker itself, not a thread that could end first.
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != forker_pid:
+            os._exit(1)  # the forker died before the line above
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        # A change of uid resets the dumpable flag: set it again.
+        prctl(PR_SET_DUMPABLE, 0)
+
+
+def program_child(req: dict[str, Any], tmp: str, uid: int | None, setup: Setup,
+                  fds: list[int], forker_pid: int) -> NoReturn:
+    """The program's process: run the solution, then answer the judge's calls."""
     try:
-        os.setsid()
-        os.chdir(tmp)
-        # Move the three pipes out of the way, then onto 1/2, 3 and 4.
-        high = [os.dup(fd) for fd in (out_w, rep_w, sec_r)]
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(high[0], 1)
-        os.dup2(high[0], 2)
-        os.dup2(high[1], REPORT_FD)
-        os.dup2(high[2], SECRET_FD)
-        os.closerange(SECRET_FD + 1, max(resource.getrlimit(resource.RLIMIT_NOFILE)[0],
-                                         1024))
-        for sig in (signal.SIGPIPE, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_IGN)  # write errors become exceptions
-        for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": tmp,
-            "TMPDIR": tmp,
-            "LANG": "C.UTF-8",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONIOENCODING": "utf-8",
-            "OMP_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1",
-            "MKL_NUM_THREADS": "1",
-            "USER": "sandbox",
-            "LOGNAME": "sandbox",
-        }
-        os.environ.clear()
-        os.environ.update(env)
-        tempfile.tempdir = tmp
-
-        limits = req["limits"]
-        cpu = max(1, math.ceil(float(req["timeout"]))) + 1
-        wanted = [
-            (resource.RLIMIT_CPU, cpu, cpu + 1),
-            (resource.RLIMIT_CORE, 0, 0),
-        ]
-        if limits.get("memory_bytes"):
-            wanted.append((resource.RLIMIT_AS, limits["memory_bytes"],
-                           limits["memory_bytes"]))
-        if limits.get("file_bytes"):
-            wanted.append((resource.RLIMIT_FSIZE, limits["file_bytes"],
-                           limits["file_bytes"]))
-        if limits.get("open_files"):
-            wanted.append((resource.RLIMIT_NOFILE, limits["open_files"],
-                           limits["open_files"]))
-        if limits.get("processes") and setup.nproc_base >= 0:
-            n = setup.nproc_base + limits["processes"]
-            wanted.append((resource.RLIMIT_NPROC, n, n))
-        for which, soft, hard in wanted:
-            try:
-                _, current_hard = resource.getrlimit(which)
-                if current_hard != resource.RLIM_INFINITY:
-                    soft, hard = min(soft, current_hard), min(hard, current_hard)
-                resource.setrlimit(which, (soft, hard))
-            except (ValueError, OSError):
-                pass  # e.g. RLIMIT_AS on macOS; the wall-clock timeout still holds
-
-        if uid is not None:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-        elif setup.userns or os.geteuid() == 0:
-            # Root without a uid of its own keeps root's files and may signal
-            # root's processes, but without capabilities it can no longer read
-            # other processes' memory or environment, mount, or change limits.
-            drop_capabilities()
+        confine(req, tmp, tmp, uid, setup, fds, forker_pid)
         if sys.platform.startswith("linux"):
-            # The program dies with its forker, whatever kills the forker (set only
-            # now: a change of uid clears it). The forker is single-threaded, so
-            # "parent" here is the forker itself, not a thread that could end first.
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-            if os.getppid() != forker_pid:
-                os._exit(1)  # the forker died before the line above
-            prctl(PR_SET_NO_NEW_PRIVS, 1)
-            # The forker is not dumpable (see main); the child may read its own
-            # /proc entries again: the only secret in its memory is its own.
+            # The program may read its own /proc entries: its memory holds nothing
+            # of the judge's (the tests were read after it was forked).
             prctl(PR_SET_DUMPABLE, 1)
-
-        secret = b""
-        while len(secret) < 32:
-            chunk = os.read(SECRET_FD, 32 - len(secret))
-            if not chunk:
-                break
-            secret += chunk
-        os.close(SECRET_FD)
-        # Handed over in a box the harness empties: no frame on the program's stack
-        # (this one included) keeps the secret.
-        box = [secret.decode("ascii")]
-        del secret, chunk
+        peer = Peer(PROGRAM_IN_FD, PROGRAM_OUT_FD, judge=False)
     except BaseException as exc:  # noqa: BLE001 (nothing untrusted has run yet)
         try:
-            os.write(REPORT_FD, f"setup-failed {type(exc).__name__}: {exc}\n".encode())
+            print(f"the sandbox could not set the program up: {exc}", file=sys.stderr)
         finally:
             os._exit(70)
-    harness(req, box, pristine)
+    try:
+        program_main(req["solution"], peer)
+    finally:
+        os._exit(1)
 
 
-def harness(req: dict[str, Any], box: list[str], pristine: dict[str, Any]) -> NoReturn:
-    """Run solution, tests and the check call; report through the secret channel.
-
-    Everything the harness uses after the program started was bound before it: the
-    program may replace ``print``, ``sys.stdout``, ``os.write``, ``builtins``,
-    ``json`` or ``check`` without changing what is reported. The ``builtins``
-    module is restored to its pristine state before the tests run and again before
-    each report, so the standard library the tests and the harness call works as
-    documented whatever the program did to it.
-
-    The values the tests receive from the program's functions (the entry point and
-    the names in ``keep``) must be of exact builtin types, recursively (see
-    :func:`make_guard`): an object whose ``__eq__`` always returns True, or an
-    ``int``/``str``/``list`` subclass overriding it, cannot pass an ``assert
-    candidate(x) == y``. A refused value fails the run with ``REFUSED`` even if the
-    tests catch the exception it raises.
-    """
-    write, exit_now = os.write, os._exit
-    audit, gc_disable = sys.audit, gc.disable
-    # The secret goes straight from the box into the audit hook that writes the
-    # reports (see install_reporter): it is never a variable of this frame.
-    install_reporter(box.pop())
-    if sys.platform.startswith("linux"):
-        # From now on no other process (one the program starts, without our audit
-        # hooks) may read this one's memory through /proc/<pid>/mem or ptrace.
+def judge_child(req: dict[str, Any], payload: mmap.mmap, size: int, tmp: str,
+                uid: int | None, setup: Setup, fds: list[int],
+                forker_pid: int) -> NoReturn:
+    """The judge's process: the tests, the prompt's helpers and the verdict."""
+    try:
+        spec = json.loads(payload[:size].decode("utf-8"))
+        payload.close()
+        confine(req, "/", tmp, uid, setup, fds, forker_pid)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT,
+                    signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM, signal.SIGTSTP,
+                    signal.SIGTTIN, signal.SIGTTOU):
+            # A signal from the program changes nothing.
+            signal.signal(sig, signal.SIG_IGN)
+        if setup.filesystem != "isolated":
+            install_judge_guard()
+        peer = Peer(JUDGE_IN_FD, JUDGE_OUT_FD, judge=True)
+    except BaseException as exc:  # noqa: BLE001
         try:
-            prctl(PR_SET_DUMPABLE, 0)
-        except OSError:
-            pass
-    set_recursion = sys.setrecursionlimit
-    recursion = sys.getrecursionlimit()
-    modules = sys.modules
-    saved_modules = dict(modules)
-    AssertionError_, MemoryError_, SystemExit_ = AssertionError, MemoryError, SystemExit
-    SyntaxError_, BaseException_, ValueError_ = SyntaxError, BaseException, ValueError
-    type_, str_, isinstance_ = type, str, isinstance
-    dict_, getattr_, set_, list_ = dict, getattr, set, list
-    NameError_ = NameError
-    compile_, exec_ = compile, exec
-    ModuleType = type(sys)
+            os.write(JUDGE_REPORT_FD, ("SETUP " + json.dumps(
+                {"message": f"the sandbox could not be set up: {type(exc).__name__}: "
+                            f"{exc}"}) + "\n").encode())
+        finally:
+            os._exit(70)
+    try:
+        judge_main(spec, peer)
+    finally:
+        os._exit(1)
 
-    streams = (sys.stdout, sys.stderr)
-    real_builtins = builtins.__dict__
-    restore_clear, restore_update = real_builtins.clear, real_builtins.update
-    pristine_copy = dict_(pristine)
-    encode = make_encoder()
-    refused: list[str] = []
-    guard, Refused = make_guard(refused)
-    FunctionType_ = type_(make_guard)
 
-    def restore_builtins() -> None:
+# ------------------------------------------------------------------ values between them
+
+# Program: 3 = from the judge, 4 = to the judge. Judge: 3 = reports to the forker,
+# 4 = from the program, 5 = to the program.
+PROGRAM_IN_FD, PROGRAM_OUT_FD = 3, 4
+JUDGE_REPORT_FD, JUDGE_IN_FD, JUDGE_OUT_FD = 3, 4, 5
+
+MAX_MESSAGE = 256 * 1024 * 1024  # bytes of one message between the two processes
+MAX_DEPTH = 400  # nesting of one value
+BIG_INT_BITS = 12_000  # larger ints travel in hex (the decimal parser has a limit)
+
+#: What decides how a value behaves in a test: comparison, hashing, iteration,
+#: length, truth, item access.
+BEHAVIOUR = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__",
+             "__iter__", "__next__", "__len__", "__bool__", "__getitem__",
+             "__contains__")
+_MISSING = object()
+
+
+def resolve(cls: type, name: str) -> Any:
+    for klass in type.__dict__["__mro__"].__get__(cls):
+        attrs = type.__dict__["__dict__"].__get__(klass)
+        if name in attrs:
+            return attrs[name]
+    return _MISSING
+
+
+def behaviour(cls: type) -> tuple[Any, ...]:
+    return tuple(resolve(cls, name) for name in BEHAVIOUR)
+
+
+#: The classes whose values cross to the judge (as what they are), and the method
+#: objects that make their behaviour, taken now: before any program ran.
+VALUE_CLASSES: dict[type, tuple[Any, ...]] = {
+    cls: behaviour(cls) for cls in (
+        object, type, bool, int, float, complex, str, bytes, bytearray, list, tuple,
+        dict, set, frozenset, range, collections.Counter, collections.OrderedDict,
+        collections.defaultdict, collections.deque, fractions.Fraction, decimal.Decimal,
+    )
+}
+STDLIB_NAMES = {cls: f"{cls.__module__}.{cls.__qualname__}" for cls in VALUE_CLASSES}
+
+
+def _iterator_types() -> frozenset[type]:
+    def gen() -> Any:
+        yield 1
+
+    samples: list[Any] = [
+        iter([]), iter(()), iter(""), iter(b""), iter(bytearray()), iter(range(0)),
+        iter(range(1 << 70)), iter(set()), iter({}), iter({}.values()),
+        iter({}.items()),
+        reversed([]), reversed(range(0)), reversed({}), reversed({}.values()),
+        reversed({}.items()), gen(), map(id, ()), filter(None, ()), zip(),
+        enumerate(()), iter(collections.deque()), reversed(collections.deque()),
+        iter(int, 1), itertools.tee(())[0], next(itertools.groupby([1]))[1],
+        iter(collections.OrderedDict()), reversed(collections.OrderedDict()),
+        iter(collections.OrderedDict().values()),
+        iter(collections.OrderedDict().items()),
+    ]
+    found = {type(s) for s in samples}
+    for value in vars(itertools).values():
+        if isinstance(value, type) and "__next__" in value.__dict__:
+            found.add(value)
+    return frozenset(found)
+
+
+ITERATOR_TYPES = _iterator_types()
+VIEW_TAGS: dict[type, str] = {
+    type({}.keys()): "dk", type({}.values()): "dv", type({}.items()): "di",
+    type(collections.OrderedDict().keys()): "dk",
+    type(collections.OrderedDict().values()): "dv",
+    type(collections.OrderedDict().items()): "di",
+}
+CALLABLE_TYPES = frozenset({
+    types.FunctionType, types.BuiltinFunctionType, types.MethodType, functools.partial,
+    types.BuiltinMethodType, type(str.join), type(dict.__dict__["fromkeys"]),
+})
+
+
+class PeerGone(BaseException):
+    """The other process stopped answering."""
+
+
+class Unreadable(PeerGone):
+    """The other process sent what the sandbox never sends."""
+
+
+class Refused(BaseException):
+    """A value the program returned cannot be given to the tests."""
+
+
+class ProgramExit(BaseException):
+    """The program raised ``SystemExit`` (or another ``BaseException``) in a call."""
+
+
+class ProgramError(Exception):
+    """An exception of a class the program defined, raised in a call."""
+
+
+class Record:
+    """An object of a class the tests defined, as the program receives it: its
+    attributes, without its methods."""
+
+    def __init__(self, name: str, attrs: dict[str, Any]) -> None:
+        self.__dict__.update(attrs)
+        self.__dict__["__class_name__"] = name
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
+                           if k != "__class_name__")
+        return f"{vars(self).get('__class_name__', 'Record')}({fields})"
+
+
+class RemoteFunction:
+    """A function of the other process: calling it asks that process to call it."""
+
+    def __init__(self, peer: Peer, target: str | int, name: str = "") -> None:
+        self._peer, self._target = peer, target
+        self.__name__ = self.__qualname__ = name or str(target)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._peer.call(self._target, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<function {self.__name__} of the program>"
+
+
+class RemoteIterator:
+    """An iterator of the other process; each item is fetched (and checked) as the
+    tests consume it."""
+
+    def __init__(self, peer: Peer, handle: int) -> None:
+        self._peer, self._handle = peer, handle
+
+    def __iter__(self) -> RemoteIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return self._peer.next(self._handle)
+
+
+class RemoteObject:
+    """An object of the program that is no value the tests can compare: the tests
+    can only pass it back to the program (its identity is its only property)."""
+
+    def __init__(self, peer: Peer, handle: int) -> None:
+        self._peer, self._handle = peer, handle
+
+    def __repr__(self) -> str:
+        return f"<object {self._handle} of the program>"
+
+
+class Peer:
+    """One end of the channel between the program's process and the judge's.
+
+    Messages are frames (4-byte big-endian length, then JSON) of plain data: a
+    value is rebuilt on arrival from its data alone, by the receiving process's own
+    classes. What the judge builds from the program's answers is therefore made of
+    genuine builtin and standard-library objects whatever the program's process
+    did to itself; functions, lazily consumed iterators and objects that are no
+    value cross as handles that call back to their process.
+
+    Requests: ``["call", target, args, kwargs]`` (target: a name of the program's
+    globals, or a handle) and ``["next", handle]``. Replies: ``["ret", value,
+    changed_args]``, ``["stop"]``, ``["exc", class_names, message, where]`` and
+    ``["refused", message]``. While waiting for its reply, a process serves the
+    other's requests (a test's function passed to the program calls back)."""
+
+    def __init__(self, rfd: int, wfd: int, judge: bool) -> None:
+        self.rfd, self.wfd, self.judge = rfd, wfd, judge
+        self.objects: dict[int, Any] = {}  # handle -> our object the other side holds
+        self.handles: dict[int, int] = {}  # id(object) -> handle
+        self.proxies: dict[int, Any] = {}  # handle -> our proxy of the other side's
+        self.namespace: dict[str, Any] = {}
+        self.failure: list[tuple[str, dict[str, Any]]] = []  # judge: sticky failures
+        self.streams = (sys.stdout, sys.stderr)
+        # Bound now: the program may replace json, os or builtins in its process.
+        self._read, self._write = os.read, os.write
+        self._join = "".join
+        encoder = json.encoder.c_make_encoder  # type: ignore[attr-defined]
+        if encoder is not None:
+            self._dumps = encoder(None, self._no_default,
+                                  json.encoder.encode_basestring_ascii,
+                                  None, ":", ",", False, False, True)
+        else:  # pragma: no cover (CPython always has the C encoder)
+            self._dumps = None
+            self._dumps_py = json.JSONEncoder(separators=(",", ":")).encode
+        self._scan = getattr(json.JSONDecoder(object_hook=self._decode_object),
+                             "scan_once")
+        self._to_bytes, self._from_bytes = int.to_bytes, int.from_bytes
+        real = builtins.__dict__
+        self._builtins = (dict(real), real.clear, real.update)
+
+    def restore_builtins(self) -> None:
+        """Put the builtins module back as it was before the program ran (the
+        program's process only: what this side's own code calls must work)."""
+        saved, clear, update = self._builtins
         try:
-            restore_clear()
-            restore_update(pristine_copy)
-        except BaseException_:
+            clear()
+            update(saved)
+        except BaseException:  # noqa: BLE001
             pass
 
-    def report(kind: str, **body: Any) -> None:
-        restore_builtins()
-        gc_disable()  # no finalizer of the program runs while reporting
-        for stream in streams:  # the program's output, for the diagnostics
+    @staticmethod
+    def _no_default(value: Any) -> Any:
+        raise TypeError("not data")
+
+    # ---------------------------------------------------------------- framing
+
+    def send(self, message: list[Any]) -> None:
+        if self._dumps is not None:
+            text = self._join(self._dumps(message, 0))
+        else:  # pragma: no cover
+            text = self._dumps_py(message)
+        body = text.encode("ascii")
+        data = self._to_bytes(len(body), 4, "big") + body
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[self._write(self.wfd, view):]
+        except OSError as exc:
+            raise PeerGone(f"the other process closed the channel ({exc.strerror})") \
+                from None
+
+    def _read_exact(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            try:
+                chunk = self._read(self.rfd, min(n, 1 << 20))
+            except OSError:
+                chunk = b""
+            if not chunk:
+                raise PeerGone("the other process closed the channel")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def receive(self) -> Any:
+        size = self._from_bytes(self._read_exact(4), "big")
+        if size > MAX_MESSAGE:
+            raise PeerGone(f"a message of {size} bytes (at most {MAX_MESSAGE})")
+        body = self._read_exact(size)
+        try:
+            message, end = self._scan(body.decode("ascii"), 0)
+            if end != len(body) or type(message) is not list or not message \
+                    or type(message[0]) is not str:
+                raise ValueError("not a message")
+        except PeerGone:
+            raise
+        except BaseException as exc:  # noqa: BLE001 (malformed: the sender lies)
+            raise Unreadable(f"a message that cannot be read ({type(exc).__name__}: "
+                             f"{exc})") from None
+        return message
+
+    # ---------------------------------------------------------------- values
+
+    def handle(self, value: Any) -> int:
+        key = id(value)
+        found = self.handles.get(key)
+        if found is None or self.objects.get(found) is not value:
+            found = len(self.objects) + 1
+            self.objects[found] = value
+            self.handles[key] = found
+        return found
+
+    def encode(self, value: Any, depth: int = 0) -> Any:
+        if depth > MAX_DEPTH:
+            raise Refused(f"a value nested more than {MAX_DEPTH} levels deep")
+        t = type(value)
+        if value is None or t is str or t is bool or t is float:
+            return value
+        if t is int:
+            if value.bit_length() > BIG_INT_BITS:
+                return {"I": hex(value)}
+            return value
+        d = depth + 1
+        enc = self.encode
+        if t is list:
+            return [enc(v, d) for v in value]
+        if t is tuple:
+            return {"t": [enc(v, d) for v in value]}
+        if t is dict:
+            return {"d": [[enc(k, d), enc(v, d)] for k, v in value.items()]}
+        if t is set:
+            return {"s": [enc(v, d) for v in value]}
+        if t is frozenset:
+            return {"f": [enc(v, d) for v in value]}
+        if t in ITERATOR_TYPES:
+            return {"it": self.handle(value)}
+        if t is RemoteFunction and value._peer is self:
+            return {"ref": value._target}
+        if t in CALLABLE_TYPES:
+            return {"fn": self.handle(value)}
+        if (t is RemoteIterator or t is RemoteObject) and value._peer is self:
+            return {"ref": value._handle}
+        if value is ...:
+            return {"E": 0}
+        if t in VIEW_TAGS:
+            tag = VIEW_TAGS[t]
+            if tag == "di":
+                return {tag: [[enc(k, d), enc(v, d)] for k, v in value]}
+            return {tag: [enc(v, d) for v in value]}
+        return self.encode_other(value, t, d)
+
+    def encode_other(self, value: Any, t: type, d: int) -> Any:
+        """A value of any other class: judged by behaviour (see VALUE_CLASSES)."""
+        enc = self.encode
+        base = None
+        for klass in type.__dict__["__mro__"].__get__(t):
+            if klass in VALUE_CLASSES:
+                base = klass
+                break
+        name = STDLIB_NAMES.get(t) or self.class_name(t)
+        if base is None:  # pragma: no cover (object is in every MRO)
+            raise Refused(f"an object of type {name}")
+        now = behaviour(t)
+        recorded = VALUE_CLASSES[base]
+        for slot, mine, theirs in zip(BEHAVIOUR, now, recorded):
+            if mine is not theirs:
+                if t is base:
+                    what = f"{name}.{slot} was replaced by the program"
+                else:
+                    what = (f"{name} (a subclass of {base.__name__}) defines its own "
+                            f"{slot}")
+                if self.judge and base is object:
+                    break  # the tests' own objects travel as their attributes
+                raise Refused(f"an object of type {name}: {what}")
+        else:
+            what = ""
+        if base is object or base is type:
+            if self.judge:
+                if base is type:
+                    return {"fn": self.handle(value)}
+                try:
+                    attrs = object.__getattribute__(value, "__dict__")
+                except AttributeError:
+                    raise TypeError(f"the tests cannot give the program an object of "
+                                    f"type {name}") from None
+                return {"o": [name, [[k, enc(v, d)] for k, v in attrs.items()]]}
+            if base is type:
+                return {"fn": self.handle(value)}
+            return {"h": self.handle(value)}
+        if base is bool:
+            return bool(int.__pos__(value))
+        if base is int:
+            return enc(int.__pos__(value), d)
+        if base is float:
+            return float.__pos__(value)
+        if base is str:
+            return str.__str__(value)
+        if base is complex:
+            c = complex.__pos__(value)
+            return {"c": [c.real, c.imag]}
+        if base is bytes:
+            return {"b": bytes.hex(value)}
+        if base is bytearray:
+            return {"ba": bytearray.hex(value)}
+        if base is range:
+            return {"r": [range.start.__get__(value), range.stop.__get__(value),
+                          range.step.__get__(value)]}
+        if base is tuple:
+            items = [enc(v, d) for v in tuple.__iter__(value)]
+            fields = resolve(t, "_fields")
+            if t is not tuple and type(fields) is tuple and all(
+                    type(f) is str for f in fields) and len(fields) == len(items):
+                name = self.class_name(t, qualified=False)
+                return {"nt": [name, list(fields), items]}
+            return {"t": items}
+        if base is list:
+            return [enc(v, d) for v in list.__iter__(value)]
+        if base is set:
+            return {"s": [enc(v, d) for v in set.__iter__(value)]}
+        if base is frozenset:
+            return {"f": [enc(v, d) for v in frozenset.__iter__(value)]}
+        if base is collections.deque:
+            maxlen = collections.deque.maxlen.__get__(value)
+            return {"dq": [[enc(v, d) for v in collections.deque.__iter__(value)],
+                           maxlen]}
+        if base is fractions.Fraction:
+            return {"Q": [enc(FRACTION_NUM(value), d), enc(FRACTION_DEN(value), d)]}
+        if base is decimal.Decimal:
+            return {"D": DECIMAL_STR(value)}
+        pairs = [[enc(k, d), enc(v, d)] for k, v in dict.items(value)]
+        if base is collections.Counter:
+            return {"C": pairs}
+        if base is collections.OrderedDict:
+            return {"od": pairs}
+        if base is collections.defaultdict:
+            factory = DEFAULT_FACTORY(value)
+            known = next((n for n, f in DEFAULT_FACTORIES.items() if f is factory),
+                         None)
+            return {"dd": [known, pairs]}
+        return {"d": pairs}
+
+    @staticmethod
+    def class_name(t: type, qualified: bool = True) -> str:
+        try:
+            name = type.__dict__["__qualname__"].__get__(t)
+            if not qualified:
+                return str(type.__dict__["__name__"].__get__(t))
+            return f"{type.__dict__['__module__'].__get__(t)}.{name}"
+        except BaseException:  # noqa: BLE001
+            return "?"
+
+    def _decode_object(self, obj: dict[str, Any]) -> Any:
+        if len(obj) != 1:
+            raise ValueError("a tagged value has one key")
+        ((tag, data),) = obj.items()
+        if tag == "t":
+            return tuple(data)
+        if tag == "d":
+            return {k: v for k, v in data}
+        if tag == "s":
+            return set(data)
+        if tag == "f":
+            return frozenset(data)
+        if tag == "I":
+            return int(data, 16)
+        if tag == "b":
+            return bytes.fromhex(data)
+        if tag == "ba":
+            return bytearray.fromhex(data)
+        if tag == "c":
+            return complex(data[0], data[1])
+        if tag == "r":
+            return range(data[0], data[1], data[2])
+        if tag == "nt":
+            return make_namedtuple(data[0], tuple(data[1]))(*data[2])
+        if tag == "dq":
+            return collections.deque(data[0], data[1])
+        if tag == "Q":
+            return fractions.Fraction(data[0], data[1])
+        if tag == "D":
+            return decimal.Decimal(data)
+        if tag == "C":
+            return collections.Counter({k: v for k, v in data})
+        if tag == "od":
+            return collections.OrderedDict(data)
+        if tag == "dd":
+            factory = DEFAULT_FACTORIES[data[0]] if data[0] is not None else None
+            return collections.defaultdict(factory, data[1])
+        if tag == "dk":
+            return dict.fromkeys(data).keys()
+        if tag == "dv":
+            return dict(enumerate(data)).values()
+        if tag == "di":
+            return dict(data).items()
+        if tag == "E":
+            return ...
+        if tag in ("fn", "it", "h"):
+            handle = data
+            if type(handle) is not int:
+                raise ValueError("a handle is an int")
+            proxy = self.proxies.get(handle)
+            if proxy is None:
+                if tag == "fn":
+                    proxy = RemoteFunction(self, handle)
+                elif tag == "it":
+                    proxy = RemoteIterator(self, handle)
+                elif self.judge:
+                    proxy = RemoteObject(self, handle)
+                else:
+                    raise ValueError("the tests send no opaque object")
+                self.proxies[handle] = proxy
+            return proxy
+        if tag == "ref":
+            if type(data) is str and not self.judge:
+                return self.namespace[data]
+            return self.objects[data]
+        if tag == "o" and not self.judge:
+            return Record(str(data[0]), {str(k): v for k, v in data[1]})
+        raise ValueError(f"unknown tag {tag!r}")
+
+    # ---------------------------------------------------------------- calls
+
+    def flush(self) -> None:
+        for stream in self.streams:
             try:
                 stream.flush()
-            except BaseException_:
+            except BaseException:  # noqa: BLE001
                 pass
-        try:
-            audit(REPORT_EVENT, f"{kind} {encode(body)}")
-        except BaseException_:
-            pass
 
-    def describe(exc: BaseException, stage: str) -> dict[str, Any]:
+    def request(self, message: list[Any]) -> list[Any]:
+        if self.failure:
+            raise (Refused if self.failure[0][0] == "REFUSED" else PeerGone)(
+                self.failure[0][1].get("message", ""))
+        if not self.judge:
+            self.flush()
         try:
-            name = type_.__dict__["__name__"].__get__(type_(exc))
-        except BaseException_:
-            name = "?"
-        try:
-            message = str_(exc)[:2000]
-        except BaseException_:
-            message = "<the exception could not be printed>"
-        body: dict[str, Any] = {"stage": stage, "exception": name, "message": message}
-        tb = getattr_(exc, "__traceback__", None)
-        line = None
-        while tb is not None:
-            if tb.tb_frame.f_code.co_filename in ("solution.py", "test.py"):
-                line = (tb.tb_frame.f_code.co_filename, tb.tb_lineno)
-            tb = tb.tb_next
-        if line is not None:
-            body["where"] = f"{line[0]}:{line[1]}"
-        return body
+            self.send(message)
+            while True:
+                reply: list[Any] = self.receive()
+                kind = reply[0]
+                if kind in ("ret", "stop", "exc", "refused"):
+                    return reply
+                if kind in ("call", "next"):
+                    self.serve(reply)
+                    continue
+                raise Unreadable(f"an unexpected message {kind!r}")
+        except Unreadable as exc:
+            if self.judge and not self.failure:
+                self.failure.append(("REFUSED", {
+                    "stage": "test", "exception": "UntrustedReturn",
+                    "message": f"the program's process sent {exc}"}))
+            raise
+        except PeerGone as exc:
+            if self.judge and not self.failure:
+                self.failure.append(("GONE", {"stage": "test", "message": str(exc)}))
+            raise
 
-    def failed(exc: BaseException, stage: str) -> NoReturn:
-        if refused:
-            report("REFUSED", stage="test", exception="UntrustedReturn", message=refused[0])
-            exit_now(1)
-        body = describe(exc, stage)
-        if isinstance_(exc, SystemExit_):
-            code = getattr_(exc, "code", None)
-            if code is not None and not isinstance_(code, (int, str_)):
-                code = "<object>"
-            report("EXIT", stage=stage, exception="SystemExit",
-                   message=f"SystemExit({code!r}) raised before the tests finished")
-        elif isinstance_(exc, MemoryError_):
-            report("MEMORY", **body)
-        elif isinstance_(exc, AssertionError_):
-            report("ASSERT", **body)
+    def call(self, target: str | int, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> Any:
+        message = ["call", target, [self.encode(a) for a in args],
+                   [[k, self.encode(v)] for k, v in kwargs.items()]]
+        reply = self.request(message)
+        value = self.outcome(reply)
+        if self.judge and len(reply) > 2:
+            self.copy_back(args, reply[2])
+        return value
+
+    def next(self, handle: int) -> Any:
+        reply = self.request(["next", handle])
+        if reply[0] == "stop":
+            raise StopIteration
+        return self.outcome(reply)
+
+    def outcome(self, reply: list[Any]) -> Any:
+        kind = reply[0]
+        if kind == "ret":
+            return reply[1]
+        if kind == "refused":
+            message = str(reply[1])
+            if self.judge and not self.failure:
+                self.failure.append(("REFUSED", {
+                    "stage": "test", "exception": "UntrustedReturn",
+                    "message": message}))
+            raise Refused(message)
+        if kind == "exc":
+            raise self.exception(reply)
+        raise Unreadable(f"an unexpected reply {kind!r}")
+
+    def exception(self, reply: list[Any]) -> BaseException:
+        names = ([n for n in reply[1] if type(n) is str]
+                 if type(reply[1]) is list else [])
+        message = reply[2] if type(reply[2]) is str else ""
+        where = reply[3] if len(reply) > 3 and type(reply[3]) is str else None
+        first = names[0] if names else "?"
+        cls: type[BaseException] = ProgramError
+        for name in names:
+            found = getattr(builtins, name, None)
+            if isinstance(found, type) and issubclass(found, Exception):
+                cls = found
+                break
+        if cls in (StopIteration, StopAsyncIteration):
+            # As PEP 479 does for generators: a call that raises StopIteration must
+            # not end the tests' loop (``all(map(candidate, xs))``) as if exhausted.
+            cls = RuntimeError
+            message = f"the program raised {first}: {message}"
+        if "Exception" not in names:  # SystemExit, KeyboardInterrupt...
+            exc: BaseException = ProgramExit(message)
+            if self.judge and not self.failure:
+                body = {"stage": "test", "exception": first, "message": message}
+                if first == "SystemExit":
+                    body["message"] = (f"SystemExit({message}) raised before the "
+                                       "tests finished")
+                if where:
+                    body["where"] = where
+                kind = "EXIT" if first == "SystemExit" else "ERROR"
+                self.failure.append((kind, body))
         else:
-            report("ERROR", **body)
-        exit_now(1)
+            try:
+                exc = cls(message)
+            except BaseException:  # noqa: BLE001 (e.g. UnicodeDecodeError's arguments)
+                exc = ProgramError(message)
+        exc.ctx_name = first  # type: ignore[attr-defined]
+        exc.ctx_where = where  # type: ignore[attr-defined]
+        return exc
 
+    def copy_back(self, args: tuple[Any, ...], changed: Any) -> None:
+        """The program changed a list, dict or set argument in place: so do we."""
+        if type(changed) is not list:
+            return
+        for item in changed:
+            if type(item) is not list or len(item) != 2 or type(item[0]) is not int \
+                    or not 0 <= item[0] < len(args):
+                continue
+            mine, theirs = args[item[0]], item[1]
+            if type(mine) is not type(theirs) or mine == theirs:
+                continue
+            if type(mine) is list:
+                mine[:] = theirs
+            elif type(mine) in (dict, set):
+                mine.clear()
+                mine.update(theirs)
+            elif type(mine) is bytearray:
+                mine[:] = theirs
+
+    def serve(self, message: list[Any]) -> None:
+        """Answer one request of the other process."""
+        kind = message[0]
+        try:
+            if kind == "call" and len(message) == 4:
+                target, args, kwargs = message[1], message[2], message[3]
+                if type(target) is str and not self.judge:
+                    function = self.namespace[target]
+                else:
+                    function = self.objects[target]
+                value = function(*args, **{k: v for k, v in kwargs})
+                if not self.judge:
+                    self.restore_builtins()
+                reply = ["ret", self.encode(value), []]
+                if not self.judge:
+                    reply[2] = [[i, self.encode(a)] for i, a in enumerate(args)
+                                if type(a) in (list, dict, set, bytearray)]
+            elif kind == "next" and len(message) == 2:
+                iterator = self.objects[message[1]]
+                stopped = False
+                try:
+                    value = next(iterator)
+                except StopIteration:
+                    stopped = True
+                if not self.judge:
+                    self.restore_builtins()
+                reply = ["stop"] if stopped else ["ret", self.encode(value)]
+            else:
+                raise PeerGone(f"an unexpected request {kind!r}")
+        except PeerGone:
+            raise
+        except Refused as exc:
+            what = (f"{message[1]}()" if kind == "call" and type(message[1]) is str
+                    else "a function of the program" if kind == "call"
+                    else "an iterator of the program")
+            reply = ["refused", f"{what} returned {exc}; the tests take only values "
+                     "that behave as builtin or standard-library ones"]
+        except BaseException as exc:  # noqa: BLE001 (the function's own exception)
+            if not self.judge:
+                self.restore_builtins()
+            reply = ["exc", exception_names(exc), exception_message(exc),
+                     innermost(exc, "solution.py" if not self.judge else "test.py")]
+        if not self.judge:
+            self.flush()
+        self.send(reply)
+
+    def serve_forever(self) -> None:
+        while True:
+            try:
+                message = self.receive()
+            except PeerGone:
+                return
+            self.serve(message)
+
+
+def exception_names(exc: BaseException) -> list[str]:
+    names = []
     try:
-        code = compile_(req["solution"], "solution.py", "exec", dont_inherit=True)
-    except (SyntaxError_, ValueError_, MemoryError_) as exc:
-        body = describe(exc, "solution")
-        lineno = getattr_(exc, "lineno", None)
-        if isinstance_(lineno, int):
+        for klass in type.__dict__["__mro__"].__get__(type(exc)):
+            names.append(str(type.__dict__["__name__"].__get__(klass)))
+    except BaseException:  # noqa: BLE001
+        pass
+    return names or ["?"]
+
+
+def exception_message(exc: BaseException) -> str:
+    try:
+        return str(exc)[:2000]
+    except BaseException:  # noqa: BLE001
+        return "<the exception could not be printed>"
+
+
+def innermost(exc: BaseException, filename: str) -> str | None:
+    """``file:line`` of the innermost frame of ``filename`` in the traceback."""
+    where = None
+    tb = getattr(exc, "__traceback__", None)
+    try:
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == filename:
+                where = f"{filename}:{tb.tb_lineno}"
+            tb = tb.tb_next
+    except BaseException:  # noqa: BLE001
+        pass
+    return where
+
+
+_NAMEDTUPLES: dict[tuple[str, tuple[str, ...]], type] = {}
+
+
+def make_namedtuple(name: str, fields: tuple[str, ...]) -> type:
+    key = (name, fields)
+    if key not in _NAMEDTUPLES:
+        _NAMEDTUPLES[key] = collections.namedtuple(name, fields)
+    return _NAMEDTUPLES[key]
+
+
+FRACTION_NUM = fractions.Fraction.__dict__["numerator"].__get__
+DEFAULT_FACTORY = collections.defaultdict.__dict__["default_factory"].__get__
+FRACTION_DEN = fractions.Fraction.__dict__["denominator"].__get__
+DECIMAL_STR = decimal.Decimal.__str__
+DEFAULT_FACTORIES: dict[str, Any] = {
+    "int": int, "float": float, "str": str, "list": list, "dict": dict, "set": set,
+    "tuple": tuple, "frozenset": frozenset, "bool": bool, "bytes": bytes,
+    "Counter": collections.Counter, "deque": collections.deque,
+    "OrderedDict": collections.OrderedDict, "defaultdict": collections.defaultdict,
+}
+
+
+def describe(exc: BaseException, stage: str, filename: str) -> dict[str, Any]:
+    name = getattr(exc, "ctx_name", None) or exception_names(exc)[0]
+    body: dict[str, Any] = {"stage": stage, "exception": name,
+                            "message": exception_message(exc)}
+    where = getattr(exc, "ctx_where", None) or innermost(exc, filename)
+    if stage == "test" and not getattr(exc, "ctx_where", None):
+        where = innermost(exc, "test.py") or where
+    if where:
+        body["where"] = where
+    return body
+
+
+def failure_kind(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return "EXIT"
+    if isinstance(exc, MemoryError):
+        return "MEMORY"
+    if isinstance(exc, AssertionError):
+        return "ASSERT"
+    return "ERROR"
+
+
+def program_main(solution: str, peer: Peer) -> NoReturn:
+    """Run the solution, tell the judge its names, then answer its calls. Nothing
+    here decides anything: a program that subverts this code only changes what it
+    answers, and answers are data."""
+    try:
+        code = compile(solution, "solution.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        body = describe(exc, "solution", "solution.py")
+        lineno = getattr(exc, "lineno", None)
+        if isinstance(lineno, int):
             body["where"] = f"solution.py:{lineno}"
-        report("SYNTAX", **body)
-        exit_now(1)
-    try:
-        test_code = compile_(req["test"], "test.py", "exec", dont_inherit=True)
-    except (SyntaxError_, ValueError_, MemoryError_) as exc:
-        report("ERROR", **describe(exc, "test"),
-               note="the example's test code does not compile")
-        exit_now(1)
-
+        peer.send(["failed", "SYNTAX", peer.encode(body)])
+        os._exit(1)
     install_guard()
-    module = ModuleType("solution")
+    module = types.ModuleType("solution")
     namespace = module.__dict__
-    namespace["__builtins__"] = dict_(pristine)
     namespace["__file__"] = "solution.py"
-    modules["solution"] = module
+    sys.modules["solution"] = module
+    exit_now = os._exit
     try:
-        exec_(code, namespace)
-    except BaseException_ as exc:
-        failed(exc, "solution")
+        exec(code, namespace)
+    except BaseException as exc:  # noqa: BLE001 (the program's failure)
+        peer.restore_builtins()
+        body = describe(exc, "solution", "solution.py")
+        if isinstance(exc, SystemExit):
+            code_ = getattr(exc, "code", None)
+            if code_ is not None and not isinstance(code_, (int, str)):
+                code_ = "<object>"
+            body["message"] = f"SystemExit({code_!r}) raised before the tests finished"
+        peer.flush()
+        try:
+            peer.send(["failed", failure_kind(exc), peer.encode(body)])
+        finally:
+            exit_now(1)
+    peer.restore_builtins()
+    peer.namespace = namespace
+    try:
+        names = [n for n, v in list(namespace.items())
+                 if type(n) is str and not n.startswith("__") and callable(v)]
+        peer.flush()
+        peer.send(["ready", names])
+        peer.serve_forever()
+    except BaseException:  # noqa: BLE001
+        exit_now(1)
+    exit_now(0)
 
-    # The tests run with what the program cannot have tampered with: the recursion
-    # limit, the modules and the builtins as they were (a trace or profile function
-    # the guard never let it set).
-    restore_builtins()
+
+def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
+    """Run the tests against the program's functions and report the verdict.
+
+    The judge never runs the program's code: the names the tests call of the
+    program are :class:`RemoteFunction` objects, what they return is rebuilt from
+    data, and the prompt's other definitions (helpers such as ``encode_cyclic``)
+    are the prompt's own, run here."""
+    write, exit_now = os.write, os._exit
+
+    def report(kind: str, body: dict[str, Any] | None = None) -> NoReturn:
+        peer.flush()
+        line = f"{kind} {json.dumps(body or {})}\n".encode("utf-8", "replace")
+        while line:
+            line = line[write(JUDGE_REPORT_FD, line):]
+        exit_now(0 if kind == "PASS" else 1)
+
+    def fail(exc: BaseException, stage: str) -> NoReturn:
+        if peer.failure:
+            report(*peer.failure[0])
+        report(failure_kind(exc), describe(exc, stage, "test.py"))
+
     try:
-        set_recursion(recursion)
-        for name, mod in saved_modules.items():
-            if modules.get(name) is not mod:
-                modules[name] = mod
-    except BaseException_ as exc:
-        failed(exc, "solution")
-    keep = set_(req.get("keep", ()))
-    tests = dict_(namespace)
-    for name in list_(tests):
-        if name in pristine and name not in keep and tests[name] is not pristine[name]:
-            del tests[name]  # e.g. a global ``abs`` that always returns 0
-    # What the tests call of the program returns only values of exact builtin types.
+        test_code = compile(spec["test"], "test.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        body = describe(exc, "test", "test.py")
+        body["message"] = "the example's test code does not compile: " + body["message"]
+        report("ERROR", body)
+    # The prompt's definitions first, while the program's process starts: the
+    # tests call these, whatever the program defines under the same names.
+    namespace: dict[str, Any] = {"__name__": "test", "__file__": "test.py",
+                                 "__builtins__": builtins}
+    prompt = spec.get("prompt") or ""
+    prompt_error: dict[str, Any] | None = None
+    if prompt:
+        prompt_code = None
+        for text in (prompt, prompt.rstrip("\n") + "\n    pass\n"):
+            try:
+                prompt_code = compile(text, "prompt.py", "exec", dont_inherit=True)
+                break
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
+        if prompt_code is not None:
+            try:
+                exec(prompt_code, namespace)
+            except BaseException as exc:  # noqa: BLE001
+                prompt_error = describe(exc, "test", "prompt.py")
+                prompt_error["message"] = ("the prompt's definitions could not run for "
+                                           "the tests: " + prompt_error["message"])
+    try:
+        first = peer.receive()
+    except Unreadable as exc:
+        report("REFUSED", {"stage": "solution", "exception": "UntrustedReturn",
+                           "message": f"the program's process sent {exc}"})
+    except PeerGone:
+        report("GONE", {"stage": "solution"})
+    if first[0] == "failed" and len(first) == 3 and type(first[2]) is dict:
+        kind = (first[1] if first[1] in ("SYNTAX", "MEMORY", "EXIT", "ERROR")
+                else "ERROR")
+        body = {k: v for k, v in first[2].items()
+                if k in ("stage", "exception", "message", "where") and type(v) is str}
+        body["stage"] = "solution"
+        report(kind, body)
+    if first[0] != "ready" or len(first) != 2 or type(first[1]) is not list:
+        report("REFUSED", {"stage": "solution", "exception": "UntrustedReturn",
+                           "message": "the program's process sent what the sandbox "
+                                      "never sends"})
+    if prompt_error is not None:
+        report("ERROR", prompt_error)
+    names = {n for n in first[1] if type(n) is str}
+    keep = [n for n in spec.get("keep") or () if type(n) is str]
+    for name in names:
+        # What the prompt defines stays the prompt's; a builtin the program shadows
+        # (``def abs(x): return 0``) stays the builtin.
+        if name not in keep and name not in namespace and not hasattr(builtins, name):
+            namespace[name] = RemoteFunction(peer, name, name)
     for name in keep:
-        if name in tests and type_(tests[name]) is FunctionType_:
-            tests[name] = guard(tests[name], name)
-    tests["__builtins__"] = dict_(pristine)
-    tests["__file__"] = "test.py"
-    tests["__name__"] = "test"
+        if name in names:
+            namespace[name] = RemoteFunction(peer, name, name)
+        else:
+            namespace.pop(name, None)
     try:
-        exec_(test_code, tests)
-        call = req.get("call")
+        exec(test_code, namespace)
+        call = spec.get("call")
         if call:
             function, argument = call
-            if argument not in namespace:
-                raise NameError_(f"name {argument!r} is not defined: the solution does "
+            if argument not in names:
+                raise NameError(f"name {argument!r} is not defined: the solution does "
                                 f"not define the entry point {argument!r}")
-            tests[function](guard(namespace[argument], argument))
-    except BaseException_ as exc:
-        failed(exc, "test")
-    if refused:  # the tests caught the refusal: it still fails the run
-        report("REFUSED", stage="test", exception="UntrustedReturn", message=refused[0])
-        exit_now(1)
+            namespace[function](namespace[argument])
+    except BaseException as exc:  # noqa: BLE001
+        fail(exc, "test")
+    if peer.failure:  # the tests caught a refusal, or the program's end
+        report(*peer.failure[0])
     report("PASS")
-    exit_now(0)
+
+
+def install_judge_guard() -> None:
+    """The judge reads no file written after the sandbox started: a module the
+    program planted over a writable installation is never imported by the tests.
+    Only where the file systems are not isolated (basic mode): elsewhere the
+    program can write only to private directories the judge never imports from."""
+    started = STARTED_NS
+    startswith = str.startswith
+
+    def guard(event: str, args: tuple[Any, ...]) -> None:
+        if event != "open" or not args:
+            return
+        path = args[0]
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str) or startswith(path, "/dev/") or \
+                startswith(path, "/proc/"):
+            return
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        if S_ISREG(st.st_mode) and st.st_ctime_ns >= started:
+            raise PermissionError(f"the tests may not read {path!r}: it was written "
+                                  "after the sandbox started")
+
+    sys.addaudithook(guard)
 
 
 #: When this interpreter (the sandbox's zygote) started, before any program ran:
 #: native code written later is never loaded (see install_guard).
 STARTED_NS = time.time_ns()
 
-#: The audit event by which the harness reports (see install_reporter).
-REPORT_EVENT = "ctxbench.sandbox.report"
 
 #: Audit events refused to the program (install_guard): they reach other threads'
-#: frames, trace or profile frames, other objects' references, or raw memory, and
-#: through them the audit hook holding the secret.
+#: frames, trace or profile frames, other objects' references, or raw memory. Nothing
+#: that decides the verdict is in the program's process any more; this stays as
+#: defence in depth (and keeps the program's failures readable).
 GUARDED_EVENTS = frozenset({
     "sys._current_frames", "sys._current_exceptions", "sys.settrace",
     "sys.setprofile", "sys._settraceallthreads", "sys._setprofileallthreads",
     "sys.monitoring.register_callback", "gc.get_objects", "gc.get_referrers",
     "gc.get_referents",
 })
-
-
-def install_reporter(secret: str) -> None:
-    """Install the audit hook that alone writes reports (``secret kind body``) to
-    the report pipe, and only for a ``REPORT_EVENT`` raised by the harness's own
-    frame (the caller of this function) through ``report``: every frame between
-    the event and that frame must run ``report`` or ``failed``. The program can
-    raise the event, or call ``report``, but from a stack that holds a frame of its
-    own. The secret lives only in this hook's closure; nothing lists audit hooks,
-    and :func:`install_guard` refuses the ways to the hook (``gc``, frames of other
-    threads, trace functions, ``ctypes``, ``/proc/self/mem``)."""
-    harness_frame = sys._getframe(1)
-    getframe, write, encode_ = sys._getframe, os.write, str.encode
-    type_, str_, tuple_, BaseException_ = type, str, tuple, BaseException
-    args_count = tuple.__len__
-    event_name = REPORT_EVENT
-    allowed: list[Any] = []  # code objects of report and failed, set below
-
-    def reporter(event: str, args: tuple[Any, ...]) -> None:
-        if event != event_name:
-            return
-        # Only names bound above: the program may have replaced any builtin.
-        try:
-            frame: Any = getframe(1)  # what raised the event
-            while frame is not None and frame is not harness_frame:
-                code = frame.f_code
-                if code is not allowed[0] and code is not allowed[1]:
-                    return  # raised by the program, or through it
-                frame = frame.f_back
-            if frame is None or type_(args) is not tuple_ or args_count(args) != 1:
-                return
-            if type_(args[0]) is not str_:
-                return
-            line = encode_(f"{secret} {args[0]}\n", "utf-8", "replace")
-            while line:
-                line = line[write(REPORT_FD, line):]
-        except BaseException_:
-            pass
-
-    for const in harness.__code__.co_consts:
-        if type(const) is type(harness.__code__) and const.co_name in ("report", "failed"):
-            allowed.append(const)
-    if len(allowed) != 2:  # the harness changed shape: report nothing, never a pass
-        allowed[:] = [None, None]
-    sys.addaudithook(reporter)
 
 
 def install_guard() -> None:
@@ -1550,117 +2359,6 @@ def install_guard() -> None:
                 refuse(what)
 
     sys.addaudithook(guard)
-
-
-#: The types a value the tests receive from the program may be made of. Their
-#: comparisons are the interpreter's own: the program cannot change them.
-EXACT_TYPES = frozenset({
-    type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set,
-    frozenset, range, type(Ellipsis),
-})
-
-
-def make_guard(refused: list[str]) -> tuple[Callable[[Any, str], Any], type]:
-    """``guard(function, name)``: ``function`` whose return values are checked to be
-    made only of :data:`EXACT_TYPES` (containers walked without recursion, cycles
-    allowed). A refused value is recorded in ``refused`` and raises ``Refused`` (a
-    ``BaseException``, so ``except Exception`` in the tests does not hide it).
-    Everything used here is bound now, before the program runs."""
-    type_, id_, set_, issubclass_ = type, id, set, issubclass
-    BaseException_ = BaseException
-    dict_values, dict_keys = dict.values, dict.keys
-    append, pop, add = list.append, list.pop, set.add
-    # Compared by identity: a metaclass may override __eq__ and __hash__.
-    exact = frozenset(id(t) for t in EXACT_TYPES)
-    containers = frozenset(id(t) for t in (list, tuple, set, frozenset))
-    dict_id = id(dict)
-    bases = tuple((t, t.__name__) for t in (bool, int, float, complex, str, bytes,
-                                            list, tuple, dict, set, frozenset))
-    name_of = type.__dict__["__qualname__"].__get__
-    module_of = type.__dict__["__module__"].__get__
-
-    class Refused(BaseException):
-        pass
-
-    def problem(value: Any) -> str | None:
-        seen: set[int] = set_()
-        stack = [value]
-        while stack:
-            item = pop(stack)
-            kind = type_(item)
-            kind_id = id_(kind)
-            if kind_id not in exact:
-                try:
-                    where = f"{module_of(kind)}.{name_of(kind)}"
-                except BaseException_:
-                    where = "?"
-                what = "not a builtin type"
-                for base, base_name in bases:
-                    try:
-                        if issubclass_(kind, base):
-                            what = f"a subclass of {base_name}"
-                            break
-                    except BaseException_:
-                        break
-                return f"an object of type {where} ({what})"
-            if kind_id in containers or kind_id == dict_id:
-                if id_(item) in seen:
-                    continue
-                add(seen, id_(item))
-                if kind_id == dict_id:
-                    for key in dict_keys(item):
-                        append(stack, key)
-                    for child in dict_values(item):
-                        append(stack, child)
-                else:
-                    for child in item:
-                        append(stack, child)
-        return None
-
-    def guard(function: Any, name: str) -> Any:
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            value = function(*args, **kwargs)
-            found = problem(value)
-            if found is not None:
-                message = (f"{name}() returned {found}; the tests compare only values"
-                           " of exact builtin types (int, float, str, list, dict...)")
-                if not refused:
-                    append(refused, message)
-                raise Refused(message)
-            return value
-
-        return guarded
-
-    return guard, Refused
-
-
-def make_encoder() -> Callable[[dict[str, Any]], str]:
-    """A JSON encoder for the harness's reports (flat objects of str, int, None),
-    bound now: the program may replace ``json`` and its internals."""
-    type_, str_, int_repr = type, str, int.__repr__
-    translate, join = str.translate, str.join
-    table = {i: f"\\u{i:04x}" for i in range(32)}
-    table.update({ord('"'): '\\"', ord("\\"): "\\\\"})
-
-    def text(value: str) -> str:
-        return '"' + translate(value, table) + '"'
-
-    def encode(body: dict[str, Any]) -> str:
-        parts = []
-        for key, value in body.items():
-            kind = type_(value)
-            if value is None:
-                out = "null"
-            elif kind is bool:
-                out = "true" if value else "false"
-            elif kind is int:
-                out = int_repr(value)
-            else:
-                out = text(value if kind is str_ else "<?>")
-            parts.append(text(key) + ":" + out)
-        return "{" + join(",", parts) + "}"
-
-    return encode
 
 
 # ------------------------------------------------------------------ main
@@ -1726,8 +2424,9 @@ def main() -> None:
             prctl(PR_SET_CHILD_SUBREAPER, 1)
     setup_identity(config, setup)
     if sys.platform.startswith("linux"):
-        # The forker holds each run's secret until it is sent: a process of the
-        # same user must not read it from /proc/<pid>/mem.
+        # The forker holds each run's tests while it forks the judge, and the
+        # judge inherits this flag: a process of the same user must not read
+        # either's memory through /proc/<pid>/mem or ptrace.
         prctl(PR_SET_DUMPABLE, 0)
     forker = Forker(setup)
     # Children inherit every object; frozen, the collector in a child never walks
