@@ -9,9 +9,12 @@ items, no output and no cost beyond parsing its options.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Generator
 
 import pytest
@@ -43,8 +46,9 @@ from .options import (
     TOKENIZER,
     Settings,
     addoptions,
+    ini_bool,
 )
-from .outputs import check_outputs, input_files, other_outputs
+from .outputs import check_outputs, input_files, other_outputs, step_summary_clash
 from .recording import MemoryCache, Recorder, row_status
 from .manifest import WORKEROUTPUT_KEY, build_manifest
 from .running import Calls, make_scheduler, share_of, worker_count
@@ -206,9 +210,14 @@ def pytest_configure(config: pytest.Config) -> None:
         # Before any example runs: no output onto an input or another output, and
         # every output's directory writable.
         cli_datasets = state.cli_spec.datasets if state.cli_spec is not None else ()
-        check_outputs(
-            settings, input_files(settings, cli_datasets), others=other_outputs(config)
-        )
+        inputs = input_files(settings, cli_datasets)
+        others = other_outputs(config)
+        check_outputs(settings, inputs, others=others)
+        clash = step_summary_clash(settings, inputs, others)
+        if clash is not None:
+            config.issue_config_time_warning(CtxBenchWarning(clash), stacklevel=2)
+            settings = dataclasses.replace(settings, step_summary=False)
+            state.settings = settings
     if settings.baseline is not None and not is_worker(config):
         # Read (and checked against the datasets) before any example runs.
         from ..baseline import check_datasets, load_baseline
@@ -284,6 +293,20 @@ def _setup_calls(config: pytest.Config, state: State) -> None:
         config.pluginmanager.register(state.calls, "ctxbench-calls")
 
 
+def _refuse_step_summary(state: State, inputs: list[tuple[str, Path]]) -> None:
+    """Warn, and append no step summary, when ``$GITHUB_STEP_SUMMARY`` names one
+    of ``inputs`` (a marked test's dataset files, known at its collection)."""
+    controller = state.controller
+    if controller is None:
+        return
+    clash = step_summary_clash(controller.settings, inputs)
+    if clash is not None:
+        warnings.warn(CtxBenchWarning(clash), stacklevel=2)
+        controller.settings = dataclasses.replace(
+            controller.settings, step_summary=False
+        )
+
+
 def _one_line(exc: BaseException) -> str:
     """A message for one UsageError line (some libraries' messages span several)."""
     return " ".join(str(exc).split())
@@ -297,7 +320,7 @@ def _distributes(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     # Like pytest's own --markers: configure, print, unconfigure, exit 0.
-    if not (config.getoption(LIST_DATASETS.dest) or config.getini(LIST_DATASETS.ini)):
+    if not (config.getoption(LIST_DATASETS.dest) or ini_bool(config, LIST_DATASETS)):
         return None
     from ..datasets.listing import datasets_table
 
@@ -427,11 +450,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         try:
             spec = spec_from_marker(marker, metafunc.definition, state.settings, state.cache)
             # A marked test's dataset files are known only now.
-            check_outputs(
-                state.settings,
-                input_files(state.settings, spec.datasets, f"the dataset of {nodeid}"),
-                writable=False,
+            marked_inputs = input_files(
+                state.settings, spec.datasets, f"the dataset of {nodeid}"
             )
+            check_outputs(state.settings, marked_inputs, writable=False)
+            _refuse_step_summary(state, marked_inputs)
         except pytest.UsageError as exc:
             _defer(metafunc.config, state, str(exc))
             return

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-__all__ = ["OPTIONS", "OUTPUT_OPTIONS", "Settings", "addoptions", "Option"]
+__all__ = ["OPTIONS", "OUTPUT_OPTIONS", "Settings", "addoptions", "ini_bool", "Option"]
 
 
 @dataclass(frozen=True)
@@ -455,6 +455,19 @@ def addoptions(parser: pytest.Parser) -> None:
             parser.addini(opt.ini, opt.help, type="string", default="")
 
 
+def ini_bool(config: pytest.Config, opt: Option) -> bool:
+    """The boolean ini value of ``opt``; a value that is not one (``maybe``) is a
+    UsageError naming the ini key, as the other ini errors do."""
+    try:
+        return bool(config.getini(opt.ini))
+    except (ValueError, pytest.UsageError) as exc:
+        # pytest says only "invalid truth value 'maybe'" (a ValueError before 9.2)
+        raise pytest.UsageError(
+            f"{opt.where(False)} must be true or false (or 1/0, yes/no, on/off):"
+            f" {exc}"
+        ) from None
+
+
 def _parse_int(raw: str, where: str, minimum: int, maximum: int | None = None, why: str = "") -> int:
     expected = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     try:
@@ -579,11 +592,11 @@ class Settings:
             cli = config.getoption(opt.dest)
             if cli is not None:
                 return cli, True
+            if opt.kind == "bool":
+                return ini_bool(config, opt), False
             ini = config.getini(opt.ini)
             if opt.kind == "list":
                 return list(ini), False
-            if opt.kind == "bool":
-                return bool(ini), False
             return (ini.strip() or None) if isinstance(ini, str) else ini, False
 
         datasets, ds_cli = get(DATASET)
