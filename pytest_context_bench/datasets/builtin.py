@@ -47,6 +47,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Final
 
+from .._files import not_regular
 from ..errors import DatasetError
 from .._json import strict_loads
 from .families import DatasetBase, MemoryDataset
@@ -80,6 +81,9 @@ _MBPP_TEST_IDS: Final = range(11, 511)
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
     opener: Callable[..., Any] = gzip.open if path.endswith(".gz") else open
     rows: list[dict[str, Any]] = []
+    problem = not_regular(path)
+    if problem is not None:
+        raise DatasetError(problem + ".", path=path)
     try:
         with opener(path, "rt", encoding="utf-8") as f:
             for number, line in enumerate(f, 1):

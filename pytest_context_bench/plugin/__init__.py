@@ -158,6 +158,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "CTXBENCH_DATA_DIR": str(settings.data_dir) if settings.data_dir is not None else None,
         "CTXBENCH_HUB": "1" if settings.hub else None,
         "CTXBENCH_SKIP_BAD_RECORDS": "1" if settings.skip_bad_records else None,
+        "CTXBENCH_MAX_LINE_BYTES": (
+            str(settings.max_line_bytes) if settings.max_line_bytes is not None else None
+        ),
     }
     for name, value in env.items():
         if value is not None:

@@ -254,6 +254,14 @@ SKIP_BAD_RECORDS = _opt(
     "Skip (and count) the records of a named dataset that cannot be mapped, instead of"
     " stopping with an error",
 )
+MAX_LINE_BYTES = _opt(
+    "max-line-bytes",
+    "int",
+    "The longest line of a .jsonl dataset read, in bytes; a longer line is an error"
+    " naming the file and the line, found after reading at most N bytes of it."
+    " Default: 67108864 (64 MiB). Also CTXBENCH_MAX_LINE_BYTES",
+    "N",
+)
 LIST_DATASETS = _opt(
     "list-datasets",
     "bool",
@@ -392,6 +400,7 @@ OPTIONS: tuple[Option, ...] = (
     REPEAT,
     HUB,
     SKIP_BAD_RECORDS,
+    MAX_LINE_BYTES,
     LIST_DATASETS,
     REQUIRE_SAME_EXAMPLES,
     CODE_TIMEOUT,
@@ -558,6 +567,8 @@ class Settings:
     repeat: int = 1
     hub: bool = False
     skip_bad_records: bool = False
+    #: the cap on a .jsonl line (--ctxbench-max-line-bytes), None: the default
+    max_line_bytes: int | None = None
     list_datasets: bool = False
     require_same_examples: bool = False
     allow_empty: bool = False
@@ -865,6 +876,7 @@ class Settings:
             repeat=1 if repeat is None else repeat,
             hub=bool(get(HUB)[0]),
             skip_bad_records=bool(get(SKIP_BAD_RECORDS)[0]),
+            max_line_bytes=integer(MAX_LINE_BYTES, 1),
             list_datasets=bool(get(LIST_DATASETS)[0]),
             require_same_examples=bool(get(REQUIRE_SAME_EXAMPLES)[0]),
             allow_empty=bool(get(ALLOW_EMPTY)[0]),
