@@ -24,7 +24,7 @@ from ..inputs import check_unique_names
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
-from ..urls import redact_urls
+from ..urls import environment_key, redact
 from .collection import (
     MARKER,
     CliCase,
@@ -168,6 +168,12 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[name] = value
     if settings.list_datasets:
         return
+    try:
+        # Stripped, checked and registered: rows and failure texts never show it.
+        environment_key("OPENAI_API_KEY")
+    except CtxBenchError as exc:
+        if settings.datasets or settings.proxies or "judge" in settings.evaluator_options:
+            raise pytest.UsageError(_one_line(exc)) from None
     if llmcache.asked(config, settings):
         _activate_llm(config, state)
     try:
@@ -602,7 +608,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # What pytest prints (and JUnit keeps) of a System's error: no credentials in
         # its URLs, as in the row.
         text = str(report.longrepr)
-        safe = redact_urls(text)
+        safe = redact(text)
         if safe != text:
             report.longrepr = safe
     if call.when == "setup":
