@@ -24,6 +24,7 @@ from ..inputs import check_unique_names
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
+from .._text import inert
 from ..urls import environment_key, redact
 from .collection import (
     MARKER,
@@ -401,7 +402,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
     ds = ", ".join(f"{d.tag} ({size(d)})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
-    return [f"ctxbench: datasets {ds}; systems {systems}"]
+    return [inert(f"ctxbench: datasets {ds}; systems {systems}")]
 
 
 def _defer(config: pytest.Config, state: State, message: str) -> None:
@@ -604,13 +605,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.longrepr is not None and item.get_closest_marker(MARKER) is not None:
-        # What pytest prints (and JUnit keeps) of a System's error: no credentials in
-        # its URLs, as in the row.
-        text = str(report.longrepr)
-        safe = redact(text)
-        if safe != text:
-            report.longrepr = safe
     if call.when == "setup":
         _announce_suite(item, report)
     elif call.when == "call":
@@ -624,6 +618,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if isinstance(case, CliCase) and case.recorder is not None:
                 recorder, case.recorder = case.recorder, None
                 _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
+    if report.longrepr is not None and item.get_closest_marker(MARKER) is not None:
+        # What pytest prints (and JUnit keeps) of a System's error: no credentials
+        # in its URLs, no API key (as in the row), and ids, names and messages shown
+        # as data, never as terminal control.
+        text = str(report.longrepr)
+        safe = inert(redact(text), lines=True)
+        if safe != text:
+            report.longrepr = safe
     return report
 
 
@@ -731,9 +733,10 @@ def _add_properties(
         prefix = f"ctxbench.{i}." if several else "ctxbench."
         properties.append((prefix + "status", status))
         for key, value in sorted(row.scores.items()):
-            properties.append((prefix + str(key), float(value)))
+            properties.append((prefix + inert(str(key)), float(value)))
         if row.error is not None:
-            properties.append((prefix + "error", f"{row.error.get('type')}: {row.error.get('message')}"))
+            text = f"{row.error.get('type')}: {row.error.get('message')}"
+            properties.append((prefix + "error", inert(text)))
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
