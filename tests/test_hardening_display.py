@@ -97,6 +97,7 @@ def test_compare_and_merge_print_data_as_escapes(
         pytester.runpytest(
             "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:shady",
             f"--ctxbench-json={out}", "--ctxbench-min-pass-rate=0.9",
+            "--ctxbench-shard=1/1",
         )
         assert out.exists()
     capsys.readouterr()
@@ -104,5 +105,6 @@ def test_compare_and_merge_print_data_as_escapes(
     main(["merge", str(a)])
     printed = capsys.readouterr()
     text = printed.out + printed.err
+    assert "merged 1 shards" in text, text
     assert "sha\\u202edy\\x1b[31m" in text
     assert UNSAFE.search(text) is None, sorted({repr(m.group(0)) for m in UNSAFE.finditer(text)})
