@@ -29,14 +29,21 @@ shady = Shady()
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+NO_ESCAPING = "disable_test_id_escaping_and_forfeit_all_rights_to_community_support"
+
+
+@pytest.mark.parametrize(
+    "mode, ini",
+    [([], ""), (["-n", "2"], ""), ([], f"{NO_ESCAPING} = true\n")],
+    ids=["inprocess", "xdist2", "pytest-id-escaping-off"],
+)
 def test_data_never_controls_the_terminal_junit_or_markdown(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str], ini: str
 ) -> None:
     rows = [{"id": i, "question": "Capital?", "answer": "Paris", "context": "c"} for i in IDS]
     pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
     pytester.makepyfile(systems=SYSTEMS)
-    pytester.makeini("[pytest]\npythonpath = .\n")
+    pytester.makeini("[pytest]\npythonpath = .\n" + ini)
     summary = pytester.path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = pytester.runpytest_subprocess(
@@ -55,6 +62,9 @@ def test_data_never_controls_the_terminal_junit_or_markdown(
     # The data is there, shown as escapes...
     assert "\\x1b[2J\\x1b[1;32m=== 4 passed ===\\x1b[0m" in raw
     assert "sha\\u202edy\\x1b[31m" in raw
+    # pytest's -v lines show the item ids escaped once (by pytest, or by us when
+    # pytest's own escaping is off).
+    assert "example[sha\\u202edy\\x1b[31m/qa/nul\\x00x]" in raw
     # ...and nothing a terminal would act on (the lines are split on \n only).
     found = sorted({repr(m.group(0)) for m in UNSAFE.finditer(raw.replace("\r", ""))})
     assert found == [], found

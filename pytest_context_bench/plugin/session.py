@@ -21,7 +21,7 @@ from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_ver
 from .._files import atomic_write_text
 from ..results import EvalRow, json_safe
 from .._text import inert
-from ..urls import redact_urls
+from ..urls import redact
 from ..verdict import Verdict as Judgement
 from ..verdict import comparison_doc, comparison_lines, judge
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
@@ -440,7 +440,7 @@ class Controller:
             "pytest": pytest.__version__,
             "xdist_workers": workers if isinstance(workers, int) else 0,
             # No credentials of a --ctxbench-proxy/--ctxbench-judge-url URL.
-            "invocation": [redact_urls(str(a)) for a in config.invocation_params.args],
+            "invocation": [redact(str(a)) for a in config.invocation_params.args],
             "datasets": self._datasets_info() if self._datasets_info else [],
             "options": {
                 "datasets": list(self.settings.datasets),
