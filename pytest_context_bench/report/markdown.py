@@ -47,14 +47,15 @@ _MENTION = re.compile(r"(?<!\w)@(?=[A-Za-z0-9])")
 def md_escape(value: Any, limit: int | None = _CELL) -> str:
     """``value`` as inert Markdown text for one table cell or line: no formatting,
     no HTML, no terminal control or direction character (shown as ``\\x1b``,
-    ``\\u202e``), and no ``@mention`` (a zero-width joiner follows the ``@``, so
-    GitHub notifies nobody; the text still reads ``@name``)."""
+    ``\\u202e``), and no ``@mention`` (a zero-width space follows the ``@``, as
+    Dependabot writes them, so GitHub notifies nobody; the text still reads
+    ``@name``)."""
     text = " ".join(str(value).split())  # no newline may end a table row
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     text = inert(text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = _MENTION.sub("@\u200d", text)
+    text = _MENTION.sub("@\u200b", text)
     return _SPECIAL.sub(r"\\\1", text)
 
 
