@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 FAKE = "\x1b[2J\x1b[1;32m=== 4 passed ===\x1b[0m"
 IDS = [FAKE, "nul\x00x", "rtl\u202egnp.exe", "cr\rhidden", "@octocat", "ok"]
 
-SYSTEMS = '''
+SYSTEMS = """
 class Shady:
     name = "sha\\u202edy\\x1b[31m"
 
@@ -23,10 +23,12 @@ class Shady:
         return {**e, "response": "Paris" if e["id"] == "ok" else "no"}
 
 shady = Shady()
-'''
+"""
 
 # Any byte a terminal acts on, and the direction controls.
-UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
 
 
 NO_ESCAPING = "disable_test_id_escaping_and_forfeit_all_rights_to_community_support"
@@ -38,9 +40,15 @@ NO_ESCAPING = "disable_test_id_escaping_and_forfeit_all_rights_to_community_supp
     ids=["inprocess", "xdist2", "pytest-id-escaping-off"],
 )
 def test_data_never_controls_the_terminal_junit_or_markdown(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str], ini: str
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: list[str],
+    ini: str,
 ) -> None:
-    rows = [{"id": i, "question": "Capital?", "answer": "Paris", "context": "c"} for i in IDS]
+    rows = [
+        {"id": i, "question": "Capital?", "answer": "Paris", "context": "c"}
+        for i in IDS
+    ]
     pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
     pytester.makepyfile(systems=SYSTEMS)
     pytester.makeini("[pytest]\npythonpath = .\n" + ini)
@@ -98,15 +106,20 @@ def test_compare_and_merge_print_data_as_escapes(
 ) -> None:
     from pytest_context_bench.cli import main
 
-    rows = [{"id": i, "question": "Capital?", "answer": "Paris", "context": "c"} for i in IDS]
+    rows = [
+        {"id": i, "question": "Capital?", "answer": "Paris", "context": "c"}
+        for i in IDS
+    ]
     pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
     pytester.makepyfile(systems=SYSTEMS)
     pytester.makeini("[pytest]\npythonpath = .\n")
     a, b = pytester.path / "a.json", pytester.path / "b.json"
     for out in (a, b):
         pytester.runpytest(
-            "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:shady",
-            f"--ctxbench-json={out}", "--ctxbench-min-pass-rate=0.9",
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-system=systems:shady",
+            f"--ctxbench-json={out}",
+            "--ctxbench-min-pass-rate=0.9",
             "--ctxbench-shard=1/1",
         )
         assert out.exists()
@@ -117,4 +130,6 @@ def test_compare_and_merge_print_data_as_escapes(
     text = printed.out + printed.err
     assert "merged 1 shards" in text, text
     assert "sha\\u202edy\\x1b[31m" in text
-    assert UNSAFE.search(text) is None, sorted({repr(m.group(0)) for m in UNSAFE.finditer(text)})
+    assert UNSAFE.search(text) is None, sorted(
+        {repr(m.group(0)) for m in UNSAFE.finditer(text)}
+    )

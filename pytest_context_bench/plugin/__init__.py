@@ -160,7 +160,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "CTXBENCH_HUB": "1" if settings.hub else None,
         "CTXBENCH_SKIP_BAD_RECORDS": "1" if settings.skip_bad_records else None,
         "CTXBENCH_MAX_LINE_BYTES": (
-            str(settings.max_line_bytes) if settings.max_line_bytes is not None else None
+            None if settings.max_line_bytes is None else str(settings.max_line_bytes)
         ),
     }
     for name, value in env.items():
@@ -173,7 +173,8 @@ def pytest_configure(config: pytest.Config) -> None:
         # Stripped, checked and registered: rows and failure texts never show it.
         environment_key("OPENAI_API_KEY")
     except CtxBenchError as exc:
-        if settings.datasets or settings.proxies or "judge" in settings.evaluator_options:
+        uses_llm = settings.proxies or "judge" in settings.evaluator_options
+        if settings.datasets or uses_llm:
             raise pytest.UsageError(_one_line(exc)) from None
     if llmcache.asked(config, settings):
         _activate_llm(config, state)

@@ -379,7 +379,10 @@ def parametrize(
         return len(pairs)
     else:
         metafunc.parametrize(
-            "ctxbench_example", refs, ids=[inert(r.test_id) for r in refs], indirect=True
+            "ctxbench_example",
+            refs,
+            ids=[inert(r.test_id) for r in refs],
+            indirect=True,
         )
         return len(refs)
 

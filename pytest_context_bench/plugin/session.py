@@ -610,7 +610,11 @@ def log_verdicts(
                     outcome, longrepr = "failed", f"gate breached: {message}"
                 else:
                     outcome = "skipped"
-                    longrepr = ("ctxbench", 0, f"Skipped: not enforced ({why_not}): {message}")
+                    longrepr = (
+                        "ctxbench",
+                        0,
+                        f"Skipped: not enforced ({why_not}): {message}",
+                    )
             report = pytest.TestReport(
                 nodeid=nodeid,
                 location=location,
@@ -620,7 +624,10 @@ def log_verdicts(
                 when=when,
                 duration=0.0,
                 user_properties=(
-                    [(k, inert(x) if isinstance(x, str) else x) for k, x in v.properties]
+                    [
+                        (k, inert(x) if isinstance(x, str) else x)
+                        for k, x in v.properties
+                    ]
                     if when == "teardown"
                     else []
                 ),
