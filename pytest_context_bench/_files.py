@@ -1,13 +1,15 @@
-"""Writing files atomically (the JSON report, baselines)."""
+"""Writing files atomically (the JSON report, baselines), and the one rule for every
+file the plugin reads: a regular file (after following symlinks)."""
 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 import threading
 from pathlib import Path
 
-__all__ = ["atomic_write_text"]
+__all__ = ["atomic_write_text", "not_regular"]
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -41,3 +43,31 @@ def _umask() -> int:
         mask = os.umask(0o022)
         os.umask(mask)
     return mask
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_regular(path: str | os.PathLike[str]) -> str | None:
+    """Why ``path`` must not be read as an input file, or None.
+
+    Symlinks are followed (a link to a regular file is fine). A FIFO would hang the
+    reader, ``/dev/zero`` would fill memory, a socket cannot be read at all: each
+    is refused before it is opened. A missing path or a directory gives None (the
+    caller's own message names those).
+
+    :return: e.g. ``"it is a FIFO (named pipe), not a regular file"``.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return f"it is {kind}, not a regular file; give the path of a file"

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._files import atomic_write_text
+from ._files import atomic_write_text, not_regular
 from ._json import JSONValueError, strict_loads
 from .errors import ConfigError
 from .metrics import row_score
@@ -335,6 +335,9 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
             f"baseline {p}: the file does not exist; create it with --ctxbench-save-baseline={p} "
             "(e.g. on the main branch) or fix the path."
         )
+    problem = not_regular(p)
+    if problem is not None:
+        raise ConfigError(f"baseline {p}: {problem}.")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

@@ -104,10 +104,11 @@ def error_record(exc: BaseException, where: str) -> dict[str, str]:
     :return: ``{"type", "message", "where"}``; ``type`` is the qualified class name
         (``module.Class``, bare for builtins).
     """
-    from .urls import redact_urls
+    from .urls import redact
 
-    # A row is written to reports and baselines: no credentials in its URLs.
-    message = redact_urls(str(exc))
+    # A row is written to reports and baselines: no credentials in its URLs, no API
+    # key (whatever library quoted it).
+    message = redact(str(exc))
     if len(message) > _MAX_MESSAGE:
         message = message[:_MAX_MESSAGE] + "…"
     kind = type(exc)

@@ -44,7 +44,7 @@ import httpx
 
 from . import concurrency
 from .errors import LLMError
-from .urls import safe_url
+from .urls import clean_api_key, environment_key, redact_secrets, safe_url
 
 __all__ = ["ChatResult", "LLMClient", "LLMError", "display_url", "normalize_base_url"]
 
@@ -203,7 +203,11 @@ class LLMClient:
         if not timeout > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}.")
         self.base_url = normalize_base_url(base_url)
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        # Stripped, checked (no control character) and registered for redaction.
+        if api_key is not None:
+            key = clean_api_key(api_key, "api_key") if api_key.strip() else None
+        else:
+            key = environment_key("OPENAI_API_KEY")
         self._key: _Secret | None = _Secret(key) if key else None
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
@@ -612,8 +616,9 @@ class LLMClient:
         return text
 
     def _snippet(self, text: str) -> str:
-        # Redact before cutting: a cut could leave part of the key unmatched.
-        text = " ".join(self._redact(text).split())
+        # Redact before cutting: a cut could leave part of the key unmatched. Every
+        # registered key (another client's too) and any Bearer token go as well.
+        text = " ".join(redact_secrets(self._redact(text)).split())
         return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
 
     def _scrub(self, value: T) -> T:

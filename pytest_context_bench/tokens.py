@@ -177,6 +177,11 @@ def load_bpe_file(
     :param expected_sha256: when given, the (decompressed) file must match it.
     """
     p = Path(path)
+    from ._files import not_regular
+
+    problem = not_regular(p)
+    if problem is not None:
+        raise ConfigError(f"Cannot read the tokenizer file {p}: {problem}.")
     try:
         data = p.read_bytes()
     except OSError as exc:

@@ -1,4 +1,5 @@
-"""URLs made safe to write: no credentials in reports, baselines, rows or logs.
+"""URLs and text made safe to write: no credentials in reports, baselines, rows or
+logs.
 
 :func:`safe_url` is the one place that decides what of a URL may be written
 anywhere. It drops
@@ -9,14 +10,34 @@ anywhere. It drops
 
 :func:`redact_urls` applies it to every URL inside a piece of text (a command-line
 argument, an exception message).
+
+API keys: :func:`clean_api_key` is the one place a key is read (``OPENAI_API_KEY``
+or an ``api_key=`` argument): surrounding whitespace is stripped (a secret pasted
+with its newline), a key still holding a control character is refused without
+being shown, and the key is registered. :func:`redact` replaces every registered
+key (and every ``Bearer`` token) in a piece of text, whatever library wrote it; it
+is applied to every error message the plugin stores (rows) or prints (pytest's
+failure text, JUnit).
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["SECRET_WORDS", "redact_urls", "safe_url", "secret_name"]
+__all__ = [
+    "SECRET_WORDS",
+    "clean_api_key",
+    "environment_key",
+    "redact",
+    "redact_secrets",
+    "redact_urls",
+    "register_secret",
+    "safe_url",
+    "secret_name",
+]
 
 #: A query parameter is a secret when its name (lower case, ``-`` read as ``_``)
 #: is one of these, or ends with ``_`` + one of them, or contains one of
@@ -102,3 +123,86 @@ def redact_urls(text: str) -> str:
     if "://" not in text:
         return text
     return _URL_IN_TEXT.sub(lambda m: safe_url(m.group(0)), text)
+
+
+# ------------------------------------------------------------------------ API keys
+
+#: What a redacted secret becomes.
+REDACTED = "***"
+
+#: Shorter values are not registered: replacing them would garble ordinary text.
+_MIN_SECRET = 8
+
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+
+# "Bearer <token>" as any HTTP library may quote a header it refused.
+_BEARER = re.compile(r"(?i)\b(bearer)(\s+|\\t|%20)[^\s'\"<>,;)\]}]+")
+
+
+def _control(ch: str) -> bool:
+    code = ord(ch)
+    return code < 0x20 or 0x7F <= code < 0xA0
+
+
+def register_secret(value: str) -> None:
+    """Redact ``value`` (and its escaped spellings) from every text :func:`redact`
+    sees from now on, in this process. Values under 8 characters are ignored."""
+    value = value.strip()
+    if len(value) < _MIN_SECRET:
+        return
+    forms = {value, repr(value)[1:-1], repr(value.encode("utf-8", "replace"))[2:-1]}
+    with _SECRETS_LOCK:
+        _SECRETS.update(f for f in forms if len(f) >= _MIN_SECRET)
+
+
+def clean_api_key(value: str, where: str = "OPENAI_API_KEY") -> str:
+    """``value`` stripped of surrounding whitespace, checked and registered.
+
+    :param value: the key as given (an environment variable, an argument).
+    :param where: how to name its origin in the error.
+    :raises ValueError: (a :class:`~pytest_context_bench.errors.ConfigError`) when
+        the stripped key holds a control character (a line break, a tab, NUL): no
+        request could carry it. The message never shows the key.
+    """
+    from .errors import ConfigError
+
+    key = value.strip()
+    bad = [i for i, ch in enumerate(key) if _control(ch)]
+    if bad:
+        register_secret(key)
+        raise ConfigError(
+            f"{where} holds a control character (at position {bad[0] + 1} of"
+            f" {len(key)}; a line break or tab pasted inside the key?), which no HTTP"
+            " header can carry; set it again without it (the key is not shown)."
+        )
+    register_secret(key)
+    return key
+
+
+def environment_key(name: str = "OPENAI_API_KEY") -> str | None:
+    """The key in environment variable ``name``, cleaned (:func:`clean_api_key`),
+    or None when it is unset or blank."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return None
+    return clean_api_key(raw, name)
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` with every registered secret and every ``Bearer`` token replaced by
+    ``***``."""
+    with _SECRETS_LOCK:
+        secrets = sorted(_SECRETS, key=len, reverse=True)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    if "earer" in text or "EARER" in text:
+        text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+    return text
+
+
+def redact(text: str) -> str:
+    """``text`` safe to store or print: :func:`redact_urls`, then
+    :func:`redact_secrets`."""
+    return redact_secrets(redact_urls(text))

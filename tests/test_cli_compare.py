@@ -186,3 +186,32 @@ def test_console_script(two_runs: tuple[Path, Path]) -> None:
         check=False,
     )
     assert done.returncode == 1 and "echo: 30 example(s) in both" in done.stdout
+
+
+def test_compare_html_when_no_example_passed(
+    project: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # cost_of_pass is infinite in both runs (nothing passed): the page carries it as
+    # "inf", as the JSON report does, instead of crashing on a non-JSON float.
+    a, b = project.path / "a.json", project.path / "b.json"
+    for out in (a, b):
+        result = project.runpytest(
+            "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:wrong",
+            f"--ctxbench-json={out}", "--ctxbench-no-gate",
+        )
+        assert out.exists(), result.stdout.str()
+    html, md = tmp_path / "diff.html", tmp_path / "diff.md"
+    status = main(
+        ["compare", str(a), str(b), "--html", str(html), "--markdown", str(md)]
+    )
+    out = capsys.readouterr()
+    assert status == 0, out
+    assert "Traceback" not in out.err
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    data = page.split('id="ctxbench-data">', 1)[1].split("</script>", 1)[0]
+    embedded = json.loads(data)
+    costs = [
+        m for m in embedded["diff"]["metrics"] if m["metric"] == "cost_of_pass"
+    ]
+    assert costs and costs[0]["then"] == "inf" and costs[0]["now"] == "inf"

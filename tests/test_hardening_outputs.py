@@ -205,3 +205,81 @@ def test_junitxml_onto_a_dataset_or_our_report_is_a_usage_error(
         )
     )
     assert "--junitxml and --ctxbench-json name the same file" in line, line
+
+
+def test_an_output_under_a_directory_that_cannot_be_created_is_refused_up_front(
+    project: pytest.Pytester,
+) -> None:
+    # /sys accepts access(W_OK) for root, but no directory can be made in it: the
+    # probe really creates one, so the refusal comes before the first example.
+    line = _usage_line(
+        project.runpytest(
+            "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=/sys/x/r.json"
+        )
+    )
+    assert line.startswith("ERROR: --ctxbench-json: cannot create /sys/x"), line
+
+
+def test_the_creatability_probe_leaves_nothing_behind(project: pytest.Pytester) -> None:
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        *RUN,
+        "--ctxbench-json=out/deep/r.json",
+        "--ctxbench-markdown=other/r.md",
+        "--ctxbench-html=other/r.html",
+        "--collect-only",
+    )
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert not (project.path / "out").exists()
+    assert not (project.path / "other").exists()
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "xdist2"])
+@pytest.mark.parametrize("target", ["dataset", "baseline", "json"])
+def test_a_step_summary_naming_an_input_is_refused_with_one_warning(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, target: str, mode: str
+) -> None:
+    base = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-save-baseline=base.json"
+    )
+    assert base.ret == 0, base.stdout.str()
+    path = {"dataset": "qa.jsonl", "baseline": "base.json", "json": "out.json"}[target]
+    before = {p: (project.path / p).read_bytes() for p in ("qa.jsonl", "base.json")}
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(project.path / path))
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl",
+        *RUN,
+        "--ctxbench-baseline=base.json",
+        "--ctxbench-json=out.json",
+        *(["-n", "2"] if mode == "xdist2" else []),
+    )
+    assert result.ret == 0, result.stdout.str()  # the environment's: the run goes on
+    out = result.stdout.str()
+    assert out.count("$GITHUB_STEP_SUMMARY=") == 1, out
+    assert "the Markdown summary is not appended to it" in out
+    for p, data in before.items():
+        assert (project.path / p).read_bytes() == data, p
+    doc = (project.path / "out.json").read_text()
+    assert doc.startswith("{") and doc.rstrip().endswith("}")
+    assert "## " not in doc  # no Markdown appended
+
+
+def test_a_step_summary_naming_a_marked_tests_dataset_is_refused(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makepyfile(
+        test_marked="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl")
+        def test_qa(ctxbench_example, ctxbench_record):
+            answer = ctxbench_example["answer"]
+            ctxbench_record({**ctxbench_example, "response": answer})
+        """
+    )
+    before = (project.path / "qa.jsonl").read_bytes()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(project.path / "qa.jsonl"))
+    result = project.runpytest()
+    assert result.ret == 0, result.stdout.str()
+    assert "the Markdown summary is not appended to it" in result.stdout.str()
+    assert (project.path / "qa.jsonl").read_bytes() == before

@@ -42,6 +42,25 @@ def test_bad_ini_value_names_the_ini_key(project: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["ERROR: ini option 'ctxbench_threshold' must be a finite number, given: 'high'"])
 
 
+from pytest_context_bench.plugin.options import OPTIONS  # noqa: E402
+
+BOOL_INI = [opt.ini for opt in OPTIONS if opt.kind == "bool"]
+
+
+@pytest.mark.parametrize("key", BOOL_INI)
+def test_a_bad_ini_boolean_names_its_key(project: pytest.Pytester, key: str) -> None:
+    project.makeini(f"[pytest]\npythonpath = .\n{key} = maybe\n")
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    lines = [line for line in result.stderr.lines if line.strip()]
+    assert lines == [
+        f"ERROR: ini option {key!r} must be true or false (or 1/0, yes/no, on/off):"
+        " invalid truth value 'maybe'"
+    ]
+
+
 def test_bad_dataset_line_names_file_line_and_field(project: pytest.Pytester) -> None:
     project.makefile(".jsonl", bad='{"id": 1, "question": "q", "answer": "a"}\n{"id": 2, "question": "q", "answer": null}\n')
     result = project.runpytest("--ctxbench-dataset=bad.jsonl", "--ctxbench-system=systems:echo")

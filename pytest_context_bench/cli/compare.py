@@ -21,6 +21,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from .._files import atomic_write_text
+from .._text import inert
 from ..errors import ConfigError
 from ..stats import format_number
 
@@ -62,6 +63,12 @@ def _flag(metric: dict[str, object]) -> str:
     if not metric["worse"]:
         return ""
     return "slower" if metric["metric"] == "latency_mean" else "WORSE"
+
+
+def _show(*parts: object) -> None:
+    """Print, every control and direction character of the data shown as an escape
+    (suite names and example ids come from the reports)."""
+    print(*(inert(str(p)) for p in parts))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,14 +117,14 @@ def run(args: argparse.Namespace) -> int:
             )
         )
 
-    print(f"A = {args.a}; B = {args.b}; confidence {args.confidence * 100:g}%")
-    print(result.scope_line())
+    _show(f"A = {args.a}; B = {args.b}; confidence {args.confidence * 100:g}%")
+    _show(result.scope_line())
     for s in result.suites:
-        print()
+        _show()
         line = f"{s['suite']}: {s['n_matched']} example(s) in both"
         if s["only_a"] or s["only_b"]:
             line += f" ({len(s['only_a'])} only in A, {len(s['only_b'])} only in B)"
-        print(line)
+        _show(line)
         rows = [
             [
                 m["metric"],
@@ -131,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             for m in result.metrics
             if m["suite"] == s["suite"]
         ]
-        print(
+        print(  # metric names and numbers: no data
             tabulate(
                 rows,
                 headers=["metric", "A", "B", "change", "95% CI", "p (B worse)", ""],
@@ -147,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
                 shown = " ".join(s[key][:20]) + (
                     f" ... and {len(s[key]) - 20} more" if len(s[key]) > 20 else ""
                 )
-                print(f"flipped {what} ({len(s[key])}): {shown}")
+                _show(f"flipped {what} ({len(s[key])}): {shown}")
     try:
         for path, text in outputs:
             atomic_write_text(path, text)

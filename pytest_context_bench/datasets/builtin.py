@@ -47,6 +47,7 @@ import os
 from collections.abc import Callable
 from typing import Any, Final
 
+from .._files import not_regular
 from ..errors import DatasetError
 from .._json import strict_loads
 from .families import DatasetBase, MemoryDataset
@@ -80,9 +81,26 @@ _MBPP_TEST_IDS: Final = range(11, 511)
 def _read_jsonl(path: str) -> list[dict[str, Any]]:
     opener: Callable[..., Any] = gzip.open if path.endswith(".gz") else open
     rows: list[dict[str, Any]] = []
+    problem = not_regular(path)
+    if problem is not None:
+        raise DatasetError(problem + ".", path=path)
+    from .local import max_line_bytes
+
+    cap = max_line_bytes()
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
+        with opener(path, "rb") as f:
+            number = 0
+            # No line is read past the cap (--ctxbench-max-line-bytes).
+            while raw := f.readline(cap + 1):
+                number += 1
+                if len(raw) > cap and not raw.endswith(b"\n"):
+                    raise DatasetError(
+                        f"the line is longer than {cap:,} bytes, the cap on one line"
+                        " (--ctxbench-max-line-bytes); raise it or fix the file.",
+                        path=path,
+                        line=number,
+                    )
+                line = raw.decode("utf-8")
                 if not line.strip():
                     continue
                 try:

@@ -44,6 +44,7 @@ from .._json import (
     strict_loads,
     value_problem,
 )
+from .._files import not_regular
 from ..errors import ConfigError, DatasetError
 from .families import (
     DatasetBase,
@@ -54,7 +55,44 @@ from .families import (
     example_error,
 )
 
-__all__ = ["LocalDataset", "load_local", "SUPPORTED_SUFFIXES"]
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "LocalDataset",
+    "MAX_LINE_BYTES_ENV",
+    "SUPPORTED_SUFFIXES",
+    "load_local",
+    "max_line_bytes",
+]
+
+#: The longest ``.jsonl`` line read (bytes, newline excluded) unless raised: far
+#: above any real example (a 200,000-token context is about 1 MB), and low enough
+#: that a file with no newline (a 2 GB dump, a sparse file) costs a bounded amount
+#: of memory before its one-line error.
+DEFAULT_MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+
+#: The environment variable that sets the cap (``--ctxbench-max-line-bytes`` sets
+#: it for the run, in every xdist worker too).
+MAX_LINE_BYTES_ENV: Final = "CTXBENCH_MAX_LINE_BYTES"
+
+
+def max_line_bytes() -> int:
+    """The cap on a ``.jsonl`` line: ``$CTXBENCH_MAX_LINE_BYTES``, else
+    :data:`DEFAULT_MAX_LINE_BYTES`.
+
+    :raises ConfigError: when the variable is set to anything but an integer >= 1.
+    """
+    raw = os.environ.get(MAX_LINE_BYTES_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_LINE_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(
+            f"{MAX_LINE_BYTES_ENV} must be an integer >= 1 (bytes), given: {raw!r}"
+        )
+    return value
 
 #: The file extensions :func:`load_local` reads.
 SUPPORTED_SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".json", ".csv", ".parquet")
@@ -242,6 +280,7 @@ def load_local(
     *,
     tag: str | None = None,
     family: str | None = None,
+    max_line_bytes_cap: int | None = None,
 ) -> LocalDataset:
     """Read and validate a local ``.jsonl``, ``.json`` or ``.csv`` dataset.
 
@@ -252,9 +291,13 @@ def load_local(
         :data:`~pytest_context_bench.datasets.families.FAMILIES`). Default: the
         ``task`` field of the first example, else ``"qa"``. An example's own ``task``
         may not contradict it.
+    :param max_line_bytes_cap: the longest ``.jsonl`` line read, in bytes (newline
+        excluded); default: :func:`max_line_bytes`. A longer line is an error naming
+        the file and the line, found after reading at most this many bytes of it.
     :returns: the dataset, validated: every example matches its family's schema and
         every id is unique.
-    :raises DatasetError: when the file is missing, unreadable, of another type,
+    :raises DatasetError: when the file is missing, not a regular file (a FIFO, a
+        device: symlinks are followed), unreadable, of another type,
         empty, not UTF-8, not parseable, or holds an invalid example, a duplicate id
         or an unknown or contradictory family. The message names the file, the line
         and the field.
@@ -269,6 +312,11 @@ def load_local(
             f" Use one of: {', '.join(FAMILIES)}.",
             path=name,
         )
+    cap = max_line_bytes() if max_line_bytes_cap is None else max_line_bytes_cap
+    # Before opening: a FIFO would block the open itself.
+    problem = not_regular(name)
+    if problem is not None:
+        raise DatasetError(problem + ".", path=name)
     try:
         handle = open(name, "rb")
     except FileNotFoundError:
@@ -305,7 +353,7 @@ def load_local(
         if suffix == ".jsonl":
             stat = os.fstat(handle.fileno())
             collector = _Collector(name, family, _JSONL)
-            fingerprint, spans = _read_jsonl(handle, collector)
+            fingerprint, spans = _read_jsonl(handle, collector, cap)
             return LocalDataset(
                 path=name,
                 tag=tag,
@@ -518,9 +566,12 @@ def _decode_whole(path: str, data: bytes) -> str:
 
 
 def _read_jsonl(
-    handle: io.BufferedReader, collector: _Collector
+    handle: io.BufferedReader, collector: _Collector, cap: int = DEFAULT_MAX_LINE_BYTES
 ) -> tuple[str, tuple[array[int], array[int]]]:
-    """Stream a .jsonl file: hash it, check each example, keep only where it lies."""
+    """Stream a .jsonl file: hash it, check each example, keep only where it lies.
+
+    No line is read past ``cap`` bytes (plus its newline): memory stays bounded
+    whatever the file holds."""
     path = collector.path
     hasher = hashlib.sha256()
     offsets: array[int] = array("q")
@@ -529,8 +580,21 @@ def _read_jsonl(
     loads = strict_loads
     offset = 0
     line = 0
-    for raw in handle:
+    readline = handle.readline
+    # `cap` bytes and the newline (and, on line 1, a byte-order mark) are read at
+    # most: a longer line is refused without reading the rest of it.
+    while raw := readline(cap + 1 + (len(_BOM) if line == 0 else 0)):
         line += 1
+        body = len(raw) - (len(_BOM) if line == 1 and raw.startswith(_BOM) else 0)
+        if body > cap and not raw.endswith(b"\n"):
+            raise DatasetError(
+                f"the line is longer than {cap:,} bytes, the cap on one line"
+                " (--ctxbench-max-line-bytes, ini ctxbench_max_line_bytes, or the"
+                f" {MAX_LINE_BYTES_ENV} environment variable); raise it if the line"
+                " really is one example, or fix the file (a missing newline?).",
+                path=path,
+                line=line,
+            )
         hasher.update(raw)
         start = offset
         offset += len(raw)

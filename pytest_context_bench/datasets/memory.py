@@ -51,6 +51,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from .._files import not_regular
 from ..errors import DatasetError
 from .._json import strict_loads
 from .catalog.base import HubSource
@@ -401,6 +402,8 @@ def load_locomo(config: str | None = None) -> MemoryDataset:
     source = ""
     if folder is not None:
         path = os.path.join(folder, LOCOMO_FILE)
+        if os.path.exists(path) and (problem := not_regular(path)) is not None:
+            raise DatasetError(problem + ".", path=path)
         if os.path.isfile(path):
             try:
                 with open(path, encoding="utf-8") as f:

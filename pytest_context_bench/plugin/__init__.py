@@ -9,9 +9,12 @@ items, no output and no cost beyond parsing its options.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Generator
 
 import pytest
@@ -21,7 +24,8 @@ from ..inputs import check_unique_names
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
-from ..urls import redact_urls
+from .._text import inert
+from ..urls import environment_key, redact
 from .collection import (
     MARKER,
     CliCase,
@@ -43,8 +47,9 @@ from .options import (
     TOKENIZER,
     Settings,
     addoptions,
+    ini_bool,
 )
-from .outputs import check_outputs, input_files, other_outputs
+from .outputs import check_outputs, input_files, other_outputs, step_summary_clash
 from .recording import MemoryCache, Recorder, row_status
 from .manifest import WORKEROUTPUT_KEY, build_manifest
 from .running import Calls, make_scheduler, share_of, worker_count
@@ -181,6 +186,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "CTXBENCH_DATA_DIR": str(settings.data_dir) if settings.data_dir is not None else None,
         "CTXBENCH_HUB": "1" if settings.hub else None,
         "CTXBENCH_SKIP_BAD_RECORDS": "1" if settings.skip_bad_records else None,
+        "CTXBENCH_MAX_LINE_BYTES": (
+            None if settings.max_line_bytes is None else str(settings.max_line_bytes)
+        ),
     }
     for name, value in env.items():
         if value is not None:
@@ -188,6 +196,13 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ[name] = value
     if settings.list_datasets:
         return
+    try:
+        # Stripped, checked and registered: rows and failure texts never show it.
+        environment_key("OPENAI_API_KEY")
+    except CtxBenchError as exc:
+        uses_llm = settings.proxies or "judge" in settings.evaluator_options
+        if settings.datasets or uses_llm:
+            raise pytest.UsageError(_one_line(exc)) from None
     if llmcache.asked(config, settings):
         _activate_llm(config, state)
     try:
@@ -233,9 +248,14 @@ def pytest_configure(config: pytest.Config) -> None:
         # Before any example runs: no output onto an input or another output, and
         # every output's directory writable.
         cli_datasets = state.cli_spec.datasets if state.cli_spec is not None else ()
-        check_outputs(
-            settings, input_files(settings, cli_datasets), others=other_outputs(config)
-        )
+        inputs = input_files(settings, cli_datasets)
+        others = other_outputs(config)
+        check_outputs(settings, inputs, others=others)
+        clash = step_summary_clash(settings, inputs, others)
+        if clash is not None:
+            config.issue_config_time_warning(CtxBenchWarning(clash), stacklevel=2)
+            settings = dataclasses.replace(settings, step_summary=False)
+            state.settings = settings
     if settings.baseline is not None and not is_worker(config):
         # Read (and checked against the datasets) before any example runs.
         from ..baseline import check_datasets, load_baseline
@@ -312,6 +332,20 @@ def _setup_calls(config: pytest.Config, state: State) -> None:
         config.pluginmanager.register(state.calls, "ctxbench-calls")
 
 
+def _refuse_step_summary(state: State, inputs: list[tuple[str, Path]]) -> None:
+    """Warn, and append no step summary, when ``$GITHUB_STEP_SUMMARY`` names one
+    of ``inputs`` (a marked test's dataset files, known at its collection)."""
+    controller = state.controller
+    if controller is None:
+        return
+    clash = step_summary_clash(controller.settings, inputs)
+    if clash is not None:
+        warnings.warn(CtxBenchWarning(clash), stacklevel=2)
+        controller.settings = dataclasses.replace(
+            controller.settings, step_summary=False
+        )
+
+
 def _one_line(exc: BaseException) -> str:
     """A message for one UsageError line (some libraries' messages span several)."""
     return " ".join(str(exc).split())
@@ -325,7 +359,7 @@ def _distributes(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     # Like pytest's own --markers: configure, print, unconfigure, exit 0.
-    if not (config.getoption(LIST_DATASETS.dest) or config.getini(LIST_DATASETS.ini)):
+    if not (config.getoption(LIST_DATASETS.dest) or ini_bool(config, LIST_DATASETS)):
         return None
     from ..datasets.listing import datasets_table
 
@@ -397,7 +431,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
     ds = ", ".join(f"{d.tag} ({size(d)})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
-    lines = [f"ctxbench: datasets {ds}; systems {systems}"]
+    lines = [inert(f"ctxbench: datasets {ds}; systems {systems}")]
     # None unless a dataset runs code. Under xdist the workers run the examples,
     # each with its own sandbox: the controller's zygote stops once asked.
     xdist = getattr(config.option, "dist", "no") not in ("no", None)
@@ -478,11 +512,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         try:
             spec = spec_from_marker(marker, metafunc.definition, state.settings, state.cache)
             # A marked test's dataset files are known only now.
-            check_outputs(
-                state.settings,
-                input_files(state.settings, spec.datasets, f"the dataset of {nodeid}"),
-                writable=False,
+            marked_inputs = input_files(
+                state.settings, spec.datasets, f"the dataset of {nodeid}"
             )
+            check_outputs(state.settings, marked_inputs, writable=False)
+            _refuse_step_summary(state, marked_inputs)
         except pytest.UsageError as exc:
             _defer(metafunc.config, state, str(exc))
             return
@@ -623,13 +657,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if report.longrepr is not None and item.get_closest_marker(MARKER) is not None:
-        # What pytest prints (and JUnit keeps) of a System's error: no credentials in
-        # its URLs, as in the row.
-        text = str(report.longrepr)
-        safe = redact_urls(text)
-        if safe != text:
-            report.longrepr = safe
     if call.when == "setup":
         _announce_suite(item, report)
     elif call.when == "call":
@@ -643,6 +670,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             if isinstance(case, CliCase) and case.recorder is not None:
                 recorder, case.recorder = case.recorder, None
                 _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
+    if report.longrepr is not None and item.get_closest_marker(MARKER) is not None:
+        # What pytest prints (and JUnit keeps) of a System's error: no credentials
+        # in its URLs, no API key (as in the row), and ids, names and messages shown
+        # as data, never as terminal control.
+        text = str(report.longrepr)
+        safe = inert(redact(text), lines=True)
+        if safe != text:
+            report.longrepr = safe
     return report
 
 
@@ -750,9 +785,10 @@ def _add_properties(
         prefix = f"ctxbench.{i}." if several else "ctxbench."
         properties.append((prefix + "status", status))
         for key, value in sorted(row.scores.items()):
-            properties.append((prefix + str(key), float(value)))
+            properties.append((prefix + inert(str(key)), float(value)))
         if row.error is not None:
-            properties.append((prefix + "error", f"{row.error.get('type')}: {row.error.get('message')}"))
+            text = f"{row.error.get('type')}: {row.error.get('message')}"
+            properties.append((prefix + "error", inert(text)))
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

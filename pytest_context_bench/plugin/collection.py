@@ -23,6 +23,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from .._text import inert as inert_text
 from ..datasets import Dataset, resolve_dataset
 from ..datasets.selection import Selection
 from ..engine import default_evaluators
@@ -333,18 +334,33 @@ def _grouped(case: CliCase, test_id: str) -> Any:
     return pytest.param(case, id=test_id, marks=pytest.mark.xdist_group(group))
 
 
+def _id_escaper(config: pytest.Config) -> Any:
+    """How ids made from data are made safe: pytest escapes them itself (``\\x1b``),
+    unless its escaping is turned off by the ini option below; then ours does."""
+    try:
+        off = bool(
+            config.getini(
+                "disable_test_id_escaping_and_forfeit_all_rights_to_community_support"
+            )
+        )
+    except (ValueError, pytest.UsageError):
+        off = False
+    return inert_text if off else str
+
+
 def parametrize(
     metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, ...], runtime: Any
 ) -> int:
     """Parametrize one function; returns how many items it will have."""
     refs = example_refs(spec)
+    inert = _id_escaper(metafunc.config)
     if "ctxbench_case" in metafunc.fixturenames:  # the command-line items
         if systems:
             cases = [CliCase(r, s, runtime) for s in systems for r in refs]
-            ids = [f"{c.system.name}/{c.ref.test_id}" for c in cases]
+            ids = [inert(f"{c.system.name}/{c.ref.test_id}") for c in cases]
         else:
             cases = [CliCase(r, None, runtime) for r in refs]
-            ids = [r.test_id for r in refs]
+            ids = [inert(r.test_id) for r in refs]
         metafunc.parametrize("ctxbench_case", [_grouped(c, i) for c, i in zip(cases, ids)])
         return len(cases)
     elif systems and "ctxbench_system" in metafunc.fixturenames:
@@ -356,14 +372,17 @@ def parametrize(
             pytest.mark.parametrize(
                 ("ctxbench_system", "ctxbench_example"),
                 pairs,
-                ids=[f"{s.name}/{r.test_id}" for s, r in pairs],
+                ids=[inert(f"{s.name}/{r.test_id}") for s, r in pairs],
                 indirect=["ctxbench_example"],
             )
         )
         return len(pairs)
     else:
         metafunc.parametrize(
-            "ctxbench_example", refs, ids=[r.test_id for r in refs], indirect=True
+            "ctxbench_example",
+            refs,
+            ids=[inert(r.test_id) for r in refs],
+            indirect=True,
         )
         return len(refs)
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from ..urls import redact
 from .collection import CliCase, ExampleRef
 
 __all__ = ["WORKEROUTPUT_KEY", "build_manifest", "item_identity", "merge_manifest"]
@@ -227,7 +228,9 @@ def account(
                             "metadata": metadata,
                             "error": {
                                 "type": kind,
-                                "message": message,
+                                # A failure text is written to reports and
+                                # baselines: no credentials, no API key.
+                                "message": redact(message),
                                 "where": "worker",
                             },
                         },

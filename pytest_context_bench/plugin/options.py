@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import pytest
 
-__all__ = ["OPTIONS", "OUTPUT_OPTIONS", "Settings", "addoptions", "Option"]
+__all__ = ["OPTIONS", "OUTPUT_OPTIONS", "Settings", "addoptions", "ini_bool", "Option"]
 
 
 @dataclass(frozen=True)
@@ -254,6 +254,14 @@ SKIP_BAD_RECORDS = _opt(
     "Skip (and count) the records of a named dataset that cannot be mapped, instead of"
     " stopping with an error",
 )
+MAX_LINE_BYTES = _opt(
+    "max-line-bytes",
+    "int",
+    "The longest line of a .jsonl dataset read, in bytes; a longer line is an error"
+    " naming the file and the line, found after reading at most N bytes of it."
+    " Default: 67108864 (64 MiB). Also CTXBENCH_MAX_LINE_BYTES",
+    "N",
+)
 LIST_DATASETS = _opt(
     "list-datasets",
     "bool",
@@ -399,6 +407,7 @@ OPTIONS: tuple[Option, ...] = (
     REPEAT,
     HUB,
     SKIP_BAD_RECORDS,
+    MAX_LINE_BYTES,
     LIST_DATASETS,
     REQUIRE_SAME_EXAMPLES,
     CODE_TIMEOUT,
@@ -461,6 +470,19 @@ def addoptions(parser: pytest.Parser) -> None:
             group.addoption(opt.flag, action="store", dest=opt.dest, default=None,
                             metavar=opt.metavar, help=_argparse_help(opt))
             parser.addini(opt.ini, opt.help, type="string", default="")
+
+
+def ini_bool(config: pytest.Config, opt: Option) -> bool:
+    """The boolean ini value of ``opt``; a value that is not one (``maybe``) is a
+    UsageError naming the ini key, as the other ini errors do."""
+    try:
+        return bool(config.getini(opt.ini))
+    except (ValueError, pytest.UsageError) as exc:
+        # pytest says only "invalid truth value 'maybe'" (a ValueError before 9.2)
+        raise pytest.UsageError(
+            f"{opt.where(False)} must be true or false (or 1/0, yes/no, on/off):"
+            f" {exc}"
+        ) from None
 
 
 def _parse_int(raw: str, where: str, minimum: int, maximum: int | None = None, why: str = "") -> int:
@@ -553,6 +575,8 @@ class Settings:
     repeat: int = 1
     hub: bool = False
     skip_bad_records: bool = False
+    #: the cap on a .jsonl line (--ctxbench-max-line-bytes), None: the default
+    max_line_bytes: int | None = None
     list_datasets: bool = False
     require_same_examples: bool = False
     allow_empty: bool = False
@@ -587,11 +611,11 @@ class Settings:
             cli = config.getoption(opt.dest)
             if cli is not None:
                 return cli, True
+            if opt.kind == "bool":
+                return ini_bool(config, opt), False
             ini = config.getini(opt.ini)
             if opt.kind == "list":
                 return list(ini), False
-            if opt.kind == "bool":
-                return bool(ini), False
             return (ini.strip() or None) if isinstance(ini, str) else ini, False
 
         datasets, ds_cli = get(DATASET)
@@ -871,6 +895,7 @@ class Settings:
             repeat=1 if repeat is None else repeat,
             hub=bool(get(HUB)[0]),
             skip_bad_records=bool(get(SKIP_BAD_RECORDS)[0]),
+            max_line_bytes=integer(MAX_LINE_BYTES, 1),
             list_datasets=bool(get(LIST_DATASETS)[0]),
             require_same_examples=bool(get(REQUIRE_SAME_EXAMPLES)[0]),
             allow_empty=bool(get(ALLOW_EMPTY)[0]),

@@ -24,7 +24,7 @@ import pytest
 
 from .options import BASELINE, DATA_DIR, DATASET, OUTPUT_OPTIONS, TOKENIZER, Settings
 
-__all__ = ["check_outputs", "input_files"]
+__all__ = ["check_outputs", "input_files", "other_outputs", "step_summary_clash"]
 
 
 def _real(path: Path) -> str:
@@ -62,31 +62,50 @@ def _in_data_dir(settings: Settings, real: str) -> bool:
 
 
 def _writable_dir(path: Path) -> str | None:
-    """Why a new file cannot be created at ``path`` (None: it can)."""
+    """Why a new file cannot be created at ``path`` (None: it can).
+
+    A real probe, never ``access()`` alone (it says yes to root on special
+    filesystems such as ``/sys``): a temporary file in the directory when it
+    exists; else the first missing directory is created, a temporary file made in
+    it, and both removed again. Nothing is left behind.
+    """
     parent = Path(os.path.realpath(path)).parent
     existing = parent
+    missing: Path | None = None
     while not existing.exists():
         if existing.parent == existing:
             break
-        existing = existing.parent
+        missing, existing = existing, existing.parent
     if not existing.is_dir():
         return f"{existing} is not a directory"
-    if existing == parent:
-        # A real probe: access() says yes to root on read-only special filesystems.
+    if missing is not None:
         try:
-            fd, probe = tempfile.mkstemp(prefix=".ctxbench-probe.", dir=parent)
+            os.mkdir(missing)
         except OSError as exc:
+            at = "" if missing == parent else f" for {missing}"
             return (
-                f"cannot create a file in {parent} ({exc.strerror or exc}); choose a"
+                f"cannot create {parent} ({exc.strerror or exc}{at});"
+                " choose a writable directory"
+            )
+    try:
+        try:
+            fd, probe = tempfile.mkstemp(
+                prefix=".ctxbench-probe.", dir=missing or parent
+            )
+        except OSError as exc:
+            where = parent if missing is None else f"{parent} (at {missing})"
+            return (
+                f"cannot create a file in {where} ({exc.strerror or exc}); choose a"
                 " writable directory"
             )
         os.close(fd)
         os.unlink(probe)
-        return None
-    if not os.access(existing, os.W_OK | os.X_OK):
-        return (
-            f"cannot create {parent}: {existing} is not writable; choose another path"
-        )
+    finally:
+        if missing is not None:
+            try:
+                os.rmdir(missing)
+            except OSError:
+                pass
     return None
 
 
@@ -149,3 +168,45 @@ def check_outputs(
         problem = _writable_dir(path) if writable else None
         if problem is not None:
             raise pytest.UsageError(f"{where}: {problem}")
+
+
+def step_summary_clash(
+    settings: Settings,
+    inputs: Iterable[tuple[str, Path]],
+    others: Iterable[tuple[str, Path]] = (),
+) -> str | None:
+    """Why the Markdown summary must not be appended to ``$GITHUB_STEP_SUMMARY``
+    (None: it may): that file is an input of the run, or the file of an output.
+
+    The variable is the environment's, not the user's flag: the caller warns and
+    the run goes on without the step summary.
+    """
+    raw = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not raw or not settings.step_summary:
+        return None
+    real = _real(Path(raw))
+    named = f"$GITHUB_STEP_SUMMARY={raw}"
+    refused = (
+        "; the Markdown summary is not appended to it (an output never overwrites an"
+        " input). Point GITHUB_STEP_SUMMARY elsewhere or pass"
+        " --ctxbench-no-step-summary"
+    )
+    for where, path in inputs:
+        if _real(path) == real:
+            return f"{named} is the input file of {where} ({real}){refused}"
+    if _in_data_dir(settings, real):
+        where = settings.where.get(DATA_DIR.dest, DATA_DIR.flag)
+        return f"{named} is a file of {where} ({settings.data_dir}), an input{refused}"
+    ours = [
+        (settings.where.get(opt.dest, opt.flag), settings.outputs[opt.dest])
+        for opt in OUTPUT_OPTIONS
+        if opt.dest in settings.outputs
+    ]
+    for where, path in [*ours, *others]:
+        if _real(path) == real:
+            return (
+                f"{named} is the file of {where} ({real}); the Markdown summary is not"
+                " appended to it. Point GITHUB_STEP_SUMMARY elsewhere or pass"
+                " --ctxbench-no-step-summary"
+            )
+    return None

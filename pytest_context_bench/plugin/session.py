@@ -21,7 +21,8 @@ from ..report.run import Record, SuiteInfo
 from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_verdicts
 from .._files import atomic_write_text
 from ..results import EvalRow, json_safe
-from ..urls import redact_urls
+from .._text import inert
+from ..urls import redact
 from ..verdict import Verdict as Judgement
 from ..verdict import comparison_doc, comparison_lines, judge
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
@@ -442,7 +443,7 @@ class Controller:
             "pytest": pytest.__version__,
             "xdist_workers": workers if isinstance(workers, int) else 0,
             # No credentials of a --ctxbench-proxy/--ctxbench-judge-url URL.
-            "invocation": [redact_urls(str(a)) for a in config.invocation_params.args],
+            "invocation": [redact(str(a)) for a in config.invocation_params.args],
             "datasets": self._datasets_info() if self._datasets_info else [],
             "options": {
                 "datasets": list(self.settings.datasets),
@@ -499,6 +500,8 @@ class Controller:
             tr.write_line(text, yellow=True)
 
     def terminal_summary(self, terminalreporter: Any) -> None:
+        # Ids, names and messages come from data: shown, never acted on.
+        terminalreporter = _InertWriter(terminalreporter)
         if self.report is None and (self.problems or self.notes):
             terminalreporter.write_sep("=", "ctxbench summary")
             self._problem_lines(terminalreporter)
@@ -568,6 +571,20 @@ class Controller:
             tr.write_line(f"baseline saved: {self.settings.save_baseline}")
 
 
+class _InertWriter:
+    """pytest's terminal reporter, every line made :func:`inert` first."""
+
+    def __init__(self, tr: Any) -> None:
+        self._tr = tr
+        self.config = tr.config
+
+    def write_line(self, text: str, **markup: bool) -> None:
+        self._tr.write_line(inert(str(text)), **markup)
+
+    def write_sep(self, sep: str, title: str | None = None, **markup: bool) -> None:
+        self._tr.write_sep(sep, inert(title) if title else title, **markup)
+
+
 def log_verdicts(
     config: pytest.Config,
     verdicts: list[Verdict],
@@ -586,29 +603,43 @@ def log_verdicts(
     """
     hook = config.hook
     for v in verdicts:
-        location = ("ctxbench", None, v.name)
-        hook.pytest_runtest_logstart(nodeid=v.nodeid, location=location)
+        # A suite is named after a System: its name is data.
+        nodeid = inert(v.nodeid)
+        location = ("ctxbench", None, inert(v.name))
+        hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
         for when in ("setup", "call", "teardown"):
             outcome = "passed"
             longrepr: Any = None
             if when == "call" and not v.passed:
+                message = inert(v.message)
                 if enforced:
-                    outcome, longrepr = "failed", f"gate breached: {v.message}"
+                    outcome, longrepr = "failed", f"gate breached: {message}"
                 else:
                     outcome = "skipped"
-                    longrepr = ("ctxbench", 0, f"Skipped: not enforced ({why_not}): {v.message}")
+                    longrepr = (
+                        "ctxbench",
+                        0,
+                        f"Skipped: not enforced ({why_not}): {message}",
+                    )
             report = pytest.TestReport(
-                nodeid=v.nodeid,
+                nodeid=nodeid,
                 location=location,
                 keywords={"ctxbench": 1},
                 outcome=outcome,  # type: ignore[arg-type]
                 longrepr=longrepr,
                 when=when,
                 duration=0.0,
-                user_properties=list(v.properties) if when == "teardown" else [],
+                user_properties=(
+                    [
+                        (k, inert(x) if isinstance(x, str) else x)
+                        for k, x in v.properties
+                    ]
+                    if when == "teardown"
+                    else []
+                ),
             )
             hook.pytest_runtest_logreport(report=report)
-        hook.pytest_runtest_logfinish(nodeid=v.nodeid, location=location)
+        hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)
 
 
 def _html(doc: dict[str, Any]) -> str:

@@ -33,6 +33,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..results import json_safe
+
 __all__ = ["PAGE_SIZE", "baseline_diff", "embed_json", "render_html"]
 
 #: Rows of the example table rendered at a time.
@@ -70,7 +72,9 @@ def render_html(
     """
     if diff is None:
         diff = baseline_diff(doc)
-    data = embed_json({"doc": doc, "diff": diff, "page_size": PAGE_SIZE})
+    # Non-finite numbers as the JSON report writes them ("inf"): cost_of_pass of a
+    # suite with no passing example is infinite in a diff computed here.
+    data = embed_json(json_safe({"doc": doc, "diff": diff, "page_size": PAGE_SIZE}))
     digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode(
         "ascii"
     )

@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .._files import atomic_write_text
+from .._files import atomic_write_text, not_regular
 from .._json import JSONValueError, strict_loads
 from ..errors import ConfigError
 from ..results import json_safe
@@ -124,6 +124,9 @@ def load_report(
     def bad(what: str, then: str = fix) -> ConfigError:
         return ConfigError(f"{role} {p}: {what}; {then}.")
 
+    problem = not_regular(p)
+    if problem is not None:
+        raise bad(problem, "give the path of a JSON report")
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._text import inert
 from .terminal import COLUMNS, fmt_value
 
 __all__ = [
@@ -39,14 +40,22 @@ MAX_CHARS = 60_000
 _CELL = 120
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# An @ that GitHub could read as a mention of a user or a team (@name, @org/team).
+_MENTION = re.compile(r"(?<!\w)@(?=[A-Za-z0-9])")
 
 
 def md_escape(value: Any, limit: int | None = _CELL) -> str:
-    """``value`` as inert Markdown text for one table cell or line."""
+    """``value`` as inert Markdown text for one table cell or line: no formatting,
+    no HTML, no terminal control or direction character (shown as ``\\x1b``,
+    ``\\u202e``), and no ``@mention`` (a zero-width space follows the ``@``, as
+    Dependabot writes them, so GitHub notifies nobody; the text still reads
+    ``@name``)."""
     text = " ".join(str(value).split())  # no newline may end a table row
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
+    text = inert(text)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MENTION.sub("@\u200b", text)
     return _SPECIAL.sub(r"\\\1", text)
 
 

@@ -50,6 +50,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ..._files import not_regular
 from ...errors import DatasetError
 from ..._json import JSONValueError, strict_loads
 from ..families import DatasetBase, example_error
@@ -180,9 +181,22 @@ class _JsonlTable(_Table):
         self._lines = array("q")
         digest = hashlib.sha256()
         offset = 0
+        from ..local import max_line_bytes
+
+        cap = max_line_bytes()
         try:
             with open(path, "rb") as f:
-                for number, line in enumerate(f, 1):
+                number = 0
+                while line := f.readline(cap + 1):
+                    number += 1
+                    if len(line) > cap and not line.endswith(b"\n"):
+                        raise DatasetError(
+                            f"the line is longer than {cap:,} bytes, the cap on one"
+                            " line (--ctxbench-max-line-bytes); raise it or fix the"
+                            " file.",
+                            path=path,
+                            line=number,
+                        )
                     digest.update(line)
                     if line.strip():
                         self._offsets.append(offset)
@@ -236,6 +250,9 @@ def _parse_line(line: bytes, path: str, number: int) -> dict[str, Any]:
 def _read_table(path: str) -> _Table:
     """One file of the data directory (or the cache) as a table."""
     lower = path.lower()
+    problem = not_regular(path)
+    if problem is not None:
+        raise DatasetError(problem + ".", path=path)
     if lower.endswith(".jsonl"):
         return _JsonlTable(path)
     try:
