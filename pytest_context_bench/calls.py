@@ -183,13 +183,15 @@ _RUN_REPORTS: list[bool] = [False]
 
 
 def run_reports_unattributed(on: bool | None = None) -> bool:
-    """Whether a pytest run reports (and warns about) the unattributed usage itself;
-    ``on`` sets it (the plugin, at configure and unconfigure) and forgets what was
-    counted so far."""
+    """Whether a pytest run reports (and warns about) the unattributed usage itself.
+
+    ``on`` sets it (the plugin, at configure and unconfigure), forgets what was
+    counted so far, and returns the value before (to be restored)."""
+    before = _RUN_REPORTS[0]
     if on is not None:
         _RUN_REPORTS[0] = on
         take_unattributed()
-    return _RUN_REPORTS[0]
+    return before
 
 
 def record_unattributed(entry: dict[str, Any]) -> bool:

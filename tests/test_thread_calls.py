@@ -177,11 +177,14 @@ def test_one_call_in_flight_owns_its_threads_requests(project, mode) -> None:
     assert all(r["metadata"]["llm_usage"]["cache_hits"] == 1 for r in doc["rows"])
 
 
-@pytest.mark.parametrize("system", ["Pooled", "InExecutor"])
 @pytest.mark.parametrize(
-    "mode",
-    [["--ctxbench-concurrency=8"], ["-n", "2", "--ctxbench-concurrency=8"]],
-    ids=["concurrency", "xdist-concurrency"],
+    ("system", "mode"),
+    [
+        ("Pooled", ["--ctxbench-concurrency=8"]),
+        ("Pooled", ["-n", "2", "--ctxbench-concurrency=8"]),
+        ("InExecutor", ["--ctxbench-concurrency=8"]),
+    ],
+    ids=["concurrency", "xdist-concurrency", "run_in_executor"],
 )
 def test_several_in_flight_never_a_wrong_reply_and_no_lost_usage(
     project, system: str, mode: list[str]
@@ -209,7 +212,7 @@ def test_several_in_flight_never_a_wrong_reply_and_no_lost_usage(
 def test_no_repeat_under_concurrency_still_replays_from_the_cache(project) -> None:
     # Every call in flight is trial 1: the key is known though the example is not.
     pytester, llm = project
-    first, sent, doc, text = _run(pytester, llm, "Pooled", "--ctxbench-concurrency=8")
+    first, sent, doc, _ = _run(pytester, llm, "Pooled", "--ctxbench-concurrency=8")
     _all_trials(first, trials=1)
     assert sent == 8
     assert sum(_usage_calls(doc)) == 8
@@ -252,3 +255,59 @@ def test_replay_of_a_request_of_unknown_trial_sends_nothing(project) -> None:
     assert len(set(recorded.values())) == 24
     for key, text in replies.items():
         assert recorded[key] == text
+
+
+def test_outside_a_run_the_usage_is_kept_and_one_warning_names_the_fix() -> None:
+    """evaluate(max_workers=4) with a System that calls from its own pool: four calls
+    are in flight when each request is made (a barrier holds them), so no request
+    knows its example; their usage is counted for the process, said once."""
+    import warnings
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pytest_context_bench import evaluate
+    from pytest_context_bench.calls import (
+        run_reports_unattributed,
+        unattributed_usage,
+    )
+    from pytest_context_bench.transports import UnattributedCallWarning, http_client
+
+    barrier = threading.Barrier(4, timeout=60)
+    pool = ThreadPoolExecutor(4)
+
+    class Pooled:
+        name = "pooled"
+
+        def __init__(self, url: str) -> None:
+            self.client = http_client(cache=None, timeout=60)
+            self.url = url + "/v1/chat/completions"
+
+        def ask(self, question: str) -> str:
+            barrier.wait()  # all four calls are in flight now
+            body = {"model": "m", "messages": [{"role": "user", "content": question}]}
+            reply = self.client.post(self.url, json=body).json()
+            return str(reply["choices"][0]["message"]["content"])
+
+        def process(self, ex: dict[str, Any]) -> dict[str, Any]:
+            return {**ex, "response": pool.submit(self.ask, ex["question"]).result()}
+
+    data = [json.loads(line) for line in qa_lines(8).splitlines()]
+    reported = run_reports_unattributed(False)  # as outside pytest
+    try:
+        with FakeLLM(handler=Counter()) as llm, warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            result = evaluate(Pooled(llm.base_url), data, max_workers=4, progress=False)
+            loose = unattributed_usage()
+    finally:
+        run_reports_unattributed(reported)
+        pool.shutdown()
+    assert len(llm.requests) == 8
+    assert [r.error for r in result.rows] == [None] * 8
+    # At least the first request after the barrier saw four calls in flight (a call
+    # whose neighbours have all returned meanwhile is the only one: its row has it).
+    in_rows = sum(
+        r.metadata["llm_usage"]["calls"] for r in result.rows if "llm_usage" in r.metadata
+    )
+    assert loose and in_rows + len(loose) == 8
+    assert all(e["prompt_tokens"] == 10 for e in loose)
+    said = [w for w in seen if issubclass(w.category, UnattributedCallWarning)]
+    assert len(said) == 1 and FIX in str(said[0].message)

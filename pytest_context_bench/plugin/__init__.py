@@ -79,6 +79,8 @@ class State:
     #: the run's LLM cache, and what was active before (restored at unconfigure)
     llm_cache: Any = None
     llm_previous: tuple[Any, Any] | None = None
+    #: whether an enclosing run reported unattributed LLM usage (calls.py)
+    reports_before: bool = False
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -152,7 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # LLM usage whose example is unknown is the run's to report (calls.py).
     from ..calls import run_reports_unattributed
 
-    run_reports_unattributed(True)
+    state.reports_before = run_reports_unattributed(True)
     # Named datasets' loaders read these (in this process and in xdist workers, which
     # run pytest_configure too); restored at unconfigure.
     env = {
@@ -331,7 +333,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is not None:
         from ..calls import run_reports_unattributed
 
-        run_reports_unattributed(False)
+        run_reports_unattributed(state.reports_before)
     if state is not None and state.status is not None:
         state.status.finish()
         if config.pluginmanager.is_registered(state.status):
