@@ -5,13 +5,14 @@ workers) read and write at once. :class:`LLMCache` puts a mode on a store and co
 what happened; the HTTP transports of :mod:`pytest_context_bench.transports` consult
 it for every request. The module promises:
 
-- **never stale**: the key is a SHA-256 of the method, the URL without credentials
-  (user info and secret-looking query parameters removed), the JSON body in canonical
-  form (keys sorted, no insignificant whitespace) and the trial index of the call
-  (:func:`~pytest_context_bench.calls.current_call`, 1 outside a call). A changed
-  prompt, model, temperature or tool list is a different key;
+- **never stale**: the key is a SHA-256 of the method, the whole URL (every query
+  parameter, sorted; :func:`key_url`), the JSON body in canonical form (keys sorted,
+  no insignificant whitespace) and the trial index of the call (see
+  :mod:`pytest_context_bench.transports`). A changed prompt, model, temperature,
+  tool list or URL parameter is a different key;
 - **no secret stored**: neither request headers nor the request body are stored (the
-  key is a hash); of the response, only its status, content type and body;
+  key is a one-way hash); the URL column is :func:`clean_url` (no user info, no
+  secret-named parameter); of the response, only its status, content type and body;
 - **only good answers stored**: 2xx JSON replies of non-streaming requests; errors,
   429/5xx, non-JSON bodies and streaming (``"stream": true`` or
   ``text/event-stream``) pass through uncached;
@@ -28,6 +29,7 @@ a miss raises :class:`CacheMiss` and nothing is sent; vcrpy ``none``), ``refresh
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -38,10 +40,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
 from . import __version__
 from .errors import CtxBenchError
+from .urls import secret_name
 
 __all__ = [
     "CACHE_FILE",
@@ -57,6 +60,7 @@ __all__ = [
     "cache_key",
     "canonical_body",
     "clean_url",
+    "key_url",
     "parse_age",
     "set_active_cache",
 ]
@@ -75,11 +79,6 @@ SCHEMA_VERSION = 1
 APPLICATION_ID = 0x63747862
 #: the file name inside the cache directory.
 CACHE_FILE = "llm-cache.sqlite3"
-
-_SECRET_PARAM = re.compile(
-    r"(key|token|secret|sig|signature|password|auth|credential)", re.IGNORECASE
-)
-
 
 class _Locked(Exception):
     """Internal: the file was locked while being set up; try again."""
@@ -116,25 +115,71 @@ class CacheMiss(CtxBenchError):
         )
 
 
-def clean_url(url: str) -> str:
-    """``url`` without user info and without query parameters that look like secrets
-    (``key``, ``api_key``, ``token``, ``sig``...); other parameters are kept, sorted.
-
-    :param url: any URL.
-    """
+def _split_url(url: str) -> tuple[SplitResult, str]:
+    """(parts, netloc without user info, host and scheme lower case)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     if ":" in host:
         host = f"[{host}]"
     netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return parts, netloc.lower()
+
+
+def clean_url(url: str) -> str:
+    """``url`` as the cache writes it (its ``url`` column, a :class:`CacheMiss`):
+    without user info, fragment and query parameters whose names are secrets
+    (:func:`~pytest_context_bench.urls.secret_name`: ``key``, ``api-key``,
+    ``token``, ``sig``...); other parameters are kept, sorted.
+
+    :param url: any URL.
+    """
+    parts, netloc = _split_url(url)
     query = urlencode(
         sorted(
             (k, v)
             for k, v in parse_qsl(parts.query, keep_blank_values=True)
-            if not _SECRET_PARAM.search(k)
+            if not secret_name(k)
         )
     )
-    return urlunsplit((parts.scheme.lower(), netloc.lower(), parts.path, query, ""))
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path, query, ""))
+
+
+@functools.lru_cache(maxsize=256)
+def _sealed(name: str, value: str) -> str:
+    """A credential's stand-in in :func:`key_url`: scrypt of ``value`` (salted with
+    the parameter's name; 16 MiB, about 50 ms, once per distinct value and process).
+    Two values give two stand-ins, and guessing a short secret from a cache key
+    costs a slow, memory-hard hash per guess rather than one SHA-256."""
+    digest = hashlib.scrypt(
+        value.encode("utf-8"),
+        salt=f"ctxbench-cache-credential/{name}".encode(),
+        n=2**14,
+        r=8,
+        p=1,
+        dklen=32,
+    )
+    return "sealed:" + digest.hex()
+
+
+def key_url(url: str) -> str:
+    """``url`` as the cache key sees it: every query parameter, sorted (the value
+    of a secret-named one, and the user info, replaced by a slow salted hash of it,
+    :func:`_sealed`); scheme and host in lower case; no fragment (it is never sent).
+    Two URLs a server can tell apart have two keys. Never written anywhere: only the
+    SHA-256 of it, with the rest of the request, is (:func:`cache_key`).
+
+    :param url: any URL.
+    """
+    parts, netloc = _split_url(url)
+    query = urlencode(
+        sorted(
+            (k, _sealed(k, v) if secret_name(k) else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        )
+    )
+    if "@" in parts.netloc:
+        netloc = f"{_sealed('@', parts.netloc.rpartition('@')[0])}@{netloc}"
+    return urlunsplit((parts.scheme.lower(), netloc, parts.path, query, ""))
 
 
 def canonical_body(body: bytes) -> bytes | None:
@@ -155,8 +200,9 @@ def canonical_body(body: bytes) -> bytes | None:
 
 
 def cache_key(method: str, url: str, body: bytes, trial: int) -> str:
-    """The cache key of a request: SHA-256 (hex) of the method, :func:`clean_url` of
-    the URL, the canonical body and the trial index.
+    """The cache key of a request: SHA-256 (hex) of the method, :func:`key_url` of
+    the URL (every parameter, credentials included: only this one-way hash of it is
+    stored), the canonical body and the trial index.
 
     :param method: the HTTP method.
     :param url: the request URL.
@@ -167,7 +213,7 @@ def cache_key(method: str, url: str, body: bytes, trial: int) -> str:
     for part in (
         f"ctxbench-cache/{SCHEMA_VERSION}",
         method.upper(),
-        clean_url(url),
+        key_url(url),
         str(int(trial)),
     ):
         h.update(part.encode("utf-8"))

@@ -9,17 +9,41 @@ System having to pass anything along.
 The scope lives in a :class:`contextvars.ContextVar`: it follows ``await`` and
 ``asyncio`` tasks by itself; a runner that moves a call to another thread must run it
 with :func:`contextvars.copy_context` so the scope goes with it.
+
+A System may not: work it hands to its own ``ThreadPoolExecutor`` (or to
+``loop.run_in_executor``) runs in an empty context. :func:`call_owner` then decides
+who the request belongs to from the calls *in flight* in this process (each
+:func:`call_scope` block, and each System call while it runs, see :func:`serving`):
+exactly one in flight owns it; with several, the owner is unknown: its usage is
+counted for the run (:func:`unattributed_usage`), and its trial is known only when
+all the calls in flight share one (docs/cache.md, "Systems that call from their own
+threads").
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallScope", "call_scope", "current_call", "keep_io", "record_io", "IO_CLIP"]
+__all__ = [
+    "IO_CLIP",
+    "CallOwner",
+    "CallScope",
+    "call_owner",
+    "call_scope",
+    "current_call",
+    "keep_io",
+    "record_io",
+    "record_unattributed",
+    "run_reports_unattributed",
+    "serving",
+    "take_unattributed",
+    "unattributed_usage",
+]
 
 
 @dataclass
@@ -54,14 +78,141 @@ def current_call() -> CallScope | None:
     return _CURRENT.get()
 
 
+# The calls in flight in this process: id(scope) -> [scope, how many blocks hold it].
+_LIVE: dict[int, list[Any]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def _enter(scope: CallScope) -> None:
+    with _LIVE_LOCK:
+        held = _LIVE.get(id(scope))
+        if held is None:
+            _LIVE[id(scope)] = [scope, 1]
+        else:
+            held[1] += 1
+
+
+def _leave(scope: CallScope) -> None:
+    with _LIVE_LOCK:
+        held = _LIVE.get(id(scope))
+        if held is not None:
+            held[1] -= 1
+            if held[1] <= 0:
+                del _LIVE[id(scope)]
+
+
 @contextlib.contextmanager
 def call_scope(scope: CallScope) -> Iterator[CallScope]:
-    """Make ``scope`` the current call for the duration of the ``with`` block."""
+    """Make ``scope`` the current call for the duration of the ``with`` block (and
+    count it in flight meanwhile)."""
     token = _CURRENT.set(scope)
+    _enter(scope)
     try:
         yield scope
     finally:
+        _leave(scope)
         _CURRENT.reset(token)
+
+
+@contextlib.contextmanager
+def serving() -> Iterator[None]:
+    """Count the current call in flight for the ``with`` block: wraps a System call
+    (and the judges started after it) where a runner runs it, in a thread or a task
+    that carries the scope in its context but not inside a :func:`call_scope`."""
+    scope = _CURRENT.get()
+    if scope is None:
+        yield
+        return
+    _enter(scope)
+    try:
+        yield
+    finally:
+        _leave(scope)
+
+
+@dataclass(frozen=True)
+class CallOwner:
+    """Who an LLM request belongs to (:func:`call_owner`).
+
+    :param scope: the call its usage goes to; ``None``: the run (unattributed) when
+        ``how == "unknown"``, nobody when ``how == "outside"``.
+    :param trial: the trial index its cache key takes; ``None``: unknown (the
+        request is neither looked up nor stored).
+    :param how: ``"context"`` (its own context names a call in flight),
+        ``"only"`` (made outside any call's context while exactly one call was in
+        flight: that one), ``"unknown"`` (several in flight), ``"outside"`` (none in
+        flight: a session fixture, a plain test).
+    :param in_flight: how many calls were in flight.
+    """
+
+    scope: CallScope | None
+    trial: int | None
+    how: str
+    in_flight: int = 0
+
+
+def call_owner() -> CallOwner:
+    """The call an LLM request made here and now belongs to.
+
+    The scope of this context when it is in flight; else, the one call in flight in
+    this process; else (several in flight) nobody knows: the trial is the one all of
+    them share, or unknown. A scope in this context that is no longer in flight (a
+    context captured by a long-lived thread or loop during an earlier call) is not
+    trusted.
+    """
+    scope = _CURRENT.get()
+    with _LIVE_LOCK:
+        if scope is not None and id(scope) in _LIVE:
+            return CallOwner(scope, scope.trial, "context", len(_LIVE))
+        live = [held[0] for held in _LIVE.values()]
+    if not live:
+        return CallOwner(None, 1, "outside", 0)
+    if len(live) == 1:
+        return CallOwner(live[0], live[0].trial, "only", 1)
+    trials = {s.trial for s in live}
+    return CallOwner(None, trials.pop() if len(trials) == 1 else None, "unknown", len(live))
+
+
+# Usage of the requests whose owner was unknown (counted for the run), and how many
+# of them could not use the cache (their trial was unknown too).
+_UNATTRIBUTED: list[dict[str, Any]] = []
+_UNATTRIBUTED_LOCK = threading.Lock()
+
+
+_RUN_REPORTS: list[bool] = [False]
+
+
+def run_reports_unattributed(on: bool | None = None) -> bool:
+    """Whether a pytest run reports (and warns about) the unattributed usage itself.
+
+    ``on`` sets it (the plugin, at configure and unconfigure), forgets what was
+    counted so far, and returns the value before (to be restored)."""
+    before = _RUN_REPORTS[0]
+    if on is not None:
+        _RUN_REPORTS[0] = on
+        take_unattributed()
+    return before
+
+
+def record_unattributed(entry: dict[str, Any]) -> bool:
+    """Count one request's usage for the run; True for the process's first."""
+    with _UNATTRIBUTED_LOCK:
+        _UNATTRIBUTED.append(entry)
+        return len(_UNATTRIBUTED) == 1
+
+
+def unattributed_usage() -> list[dict[str, Any]]:
+    """The usage entries counted for the run in this process so far (a copy)."""
+    with _UNATTRIBUTED_LOCK:
+        return [dict(e) for e in _UNATTRIBUTED]
+
+
+def take_unattributed() -> list[dict[str, Any]]:
+    """:func:`unattributed_usage`, emptied (a run reads it once, at its end)."""
+    with _UNATTRIBUTED_LOCK:
+        out = list(_UNATTRIBUTED)
+        _UNATTRIBUTED.clear()
+        return out
 
 
 # What the reports show next to the scores: the response and the reference of each

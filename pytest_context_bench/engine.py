@@ -27,7 +27,7 @@ from .inputs import check_unique_names, load_examples as _examples
 from .inputs import prepare_run, primary_score_field as _primary_for
 from .outcome import EvalResult
 from .results import EvalRow
-from .calls import CallScope, call_scope, record_io
+from .calls import CallScope, call_scope, record_io, serving
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
 
@@ -131,15 +131,19 @@ def _processed(
 
 def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
     __tracebackhide__ = True  # pytest shows the System's frames, not ours
-    result, conversation = _invoke(system, example)
+    # In flight while it runs (in a runner's thread too): a request from a thread
+    # the System starts finds its owner (calls.call_owner).
+    with serving():
+        result, conversation = _invoke(system, example)
     return _processed(system, example, result, conversation)
 
 
 async def _call_system_async(system: Any, example: dict[str, Any]) -> dict[str, Any]:
     __tracebackhide__ = True
-    result, conversation = _invoke(system, example, prefer_async=True)
-    if inspect.isawaitable(result):
-        result = await result
+    with serving():
+        result, conversation = _invoke(system, example, prefer_async=True)
+        if inspect.isawaitable(result):
+            result = await result
     return _processed(system, example, result, conversation)
 
 

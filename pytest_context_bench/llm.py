@@ -8,8 +8,9 @@ LiteLLM, a compression proxy), with or without a trailing ``/v1``, and:
   dropped connections, a bounded number of times, with exponential backoff and jitter;
   a ``Retry-After`` header (seconds or an HTTP date) is honoured up to a cap;
 - does not retry any other 4xx, an invalid JSON body or a reply of the wrong shape;
-- keeps one pooled :class:`httpx.Client` for all its calls, and at most
-  ``concurrency`` requests in flight at once;
+- keeps one pooled :class:`httpx.Client` for all its calls; the run's call budget
+  (``--ctxbench-concurrency``) bounds the requests in flight, and ``concurrency``,
+  when given, only lowers that bound for this client;
 - sends through :class:`~pytest_context_bench.transports.CacheTransport`: the run's
   record/replay cache answers repeated requests, and each reply's token usage is
   recorded for the row (a replay-mode miss raises
@@ -55,6 +56,8 @@ _RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504}) | frozenset(
     s for s in range(506, 600)
 )
 _SNIPPET = 300
+#: idle connections kept at least (httpx's own default)
+_KEEPALIVE = 20
 _REDACTED = "***"
 
 T = TypeVar("T")
@@ -179,7 +182,10 @@ class LLMClient:
     :param max_retry_delay: the longest backoff between two attempts.
     :param max_retry_after: the longest wait a ``Retry-After`` header may impose
         (longer values are clamped to it).
-    :param concurrency: the most requests in flight at once through this client.
+    :param concurrency: the most requests in flight at once through this client;
+        ``None`` (the default): no bound of its own, the run's call budget
+        (``--ctxbench-concurrency``) alone decides. A value only lowers the budget,
+        never raises it (each request also takes a slot of the budget).
     :param headers: extra headers sent with every request.
     """
 
@@ -193,13 +199,19 @@ class LLMClient:
         retry_base_delay: float = 1.0,
         max_retry_delay: float = 30.0,
         max_retry_after: float = 60.0,
-        concurrency: int = 16,
+        concurrency: int | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}.")
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}.")
+        if concurrency is not None and (
+            isinstance(concurrency, bool)
+            or not isinstance(concurrency, int)
+            or concurrency < 1
+        ):
+            raise ValueError(
+                f"concurrency must be an integer >= 1 or None, got {concurrency!r}."
+            )
         if not timeout > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {timeout}.")
         self.base_url = normalize_base_url(base_url)
@@ -210,9 +222,13 @@ class LLMClient:
         self.retry_base_delay = float(retry_base_delay)
         self.max_retry_delay = float(max_retry_delay)
         self.max_retry_after = float(max_retry_after)
-        self.concurrency = int(concurrency)
+        self.concurrency = concurrency
         self._extra_headers = dict(headers or {})
-        self._semaphore = threading.BoundedSemaphore(self.concurrency)
+        self._semaphore: threading.BoundedSemaphore | contextlib.nullcontext[None] = (
+            threading.BoundedSemaphore(concurrency)
+            if concurrency is not None
+            else contextlib.nullcontext()
+        )
         self._lock = threading.Lock()
         # Created on first use, so a client built before a fork (xdist) opens its
         # connections in the process that uses them.
@@ -224,15 +240,25 @@ class LLMClient:
         return f"LLMClient(base_url={display_url(self.base_url)!r}, api_key={key})"
 
     # -- lifecycle ---------------------------------------------------------------------
+    def _limits(self) -> httpx.Limits:
+        """The connection pool's limits: ``concurrency`` when given; else no bound
+        of the pool's own (the run's call budget bounds the requests in flight), and
+        idle connections kept for as many as the budget lets run at once."""
+        if self.concurrency is not None:
+            return httpx.Limits(
+                max_connections=self.concurrency,
+                max_keepalive_connections=self.concurrency,
+            )
+        budget, _ = concurrency.current_limits()
+        keep = max(_KEEPALIVE, budget.size if budget is not None else 0)
+        return httpx.Limits(max_connections=None, max_keepalive_connections=keep)
+
     def _client(self) -> httpx.Client:
         with self._lock:
             if self._http is None:
                 from .transports import CacheTransport
 
-                limits = httpx.Limits(
-                    max_connections=self.concurrency,
-                    max_keepalive_connections=self.concurrency,
-                )
+                limits = self._limits()
                 self._http = httpx.Client(
                     timeout=httpx.Timeout(self.timeout),
                     # The run's LLM cache and usage meter (transports.py); the
@@ -258,10 +284,7 @@ class LLMClient:
                 return held[1]
             from .transports import AsyncCacheTransport
 
-            limits = httpx.Limits(
-                max_connections=self.concurrency,
-                max_keepalive_connections=self.concurrency,
-            )
+            limits = self._limits()
             client = httpx.AsyncClient(
                 # No pool timeout: the run's call budget, not the pool, decides
                 # how many requests wait.

@@ -14,6 +14,14 @@ transport. For each request they:
    :class:`~pytest_context_bench.calls.CallScope`, from which the engine computes each
    row's tokens and money.
 
+The call a request belongs to is :func:`~pytest_context_bench.calls.call_owner`: the
+one named by the request's context, or, for a request made from a thread the System
+started (no context), the one call in flight. When several are in flight the owner
+is unknown: the usage is counted for the run instead of a row, the request is keyed
+by the trial all the calls in flight share, or neither looked up nor stored when they
+differ (``replay`` then raises :class:`UnknownCaller`), and one warning per run names
+the fix (``contextvars.copy_context().run``).
+
 :func:`http_client` and :func:`async_http_client` return httpx clients built on them:
 hand one to the OpenAI SDK (``OpenAI(http_client=http_client())``) and a System's
 calls are cached like the built-in ones. A transport given no cache uses the run's
@@ -47,11 +55,19 @@ from .cache import (
     canonical_body,
     clean_url,
 )
-from .calls import current_call
+from .calls import (
+    CallOwner,
+    call_owner,
+    record_unattributed,
+    run_reports_unattributed,
+)
+from .errors import CtxBenchError
 
 __all__ = [
     "AsyncCacheTransport",
     "CacheTransport",
+    "UnattributedCallWarning",
+    "UnknownCaller",
     "async_http_client",
     "http_client",
     "usage_of",
@@ -69,6 +85,50 @@ class CacheWarning(UserWarning):
     """The LLM cache could not be used; the run goes on without it."""
 
     __module__ = "pytest_context_bench"
+
+
+#: what the warning about requests of unknown owner says (once per run).
+UNATTRIBUTED_FIX = (
+    "LLM request(s) were made outside their System call's context (from a thread or"
+    " executor the System started) while several example calls were in flight, so"
+    " their example and trial were unknown: their token usage is counted for the run,"
+    " not for a row, and when the calls in flight were of different trials they"
+    " bypassed the cache. Run the work in the caller's context:"
+    " executor.submit(contextvars.copy_context().run, fn, *args) (see docs/cache.md,"
+    " 'Systems that call from their own threads')."
+)
+
+
+class UnattributedCallWarning(UserWarning):
+    """LLM requests were made from a System's own threads while several example
+    calls were in flight: their usage is counted for the run, not for a row."""
+
+    __module__ = "pytest_context_bench"
+
+
+class UnknownCaller(CacheMiss):
+    """A ``replay``-mode request whose trial is unknown (made outside its call's
+    context while calls of several trials were in flight): it cannot be replayed
+    under the right key, and nothing was sent."""
+
+    def __init__(self, method: str, url: str, in_flight: int, path: Any) -> None:
+        self.method, self.url, self.key, self.trial, self.path = (
+            method,
+            url,
+            "",
+            0,
+            path,
+        )
+        CtxBenchError.__init__(
+            self,
+            f"cache miss in replay mode: {method} {url} was made outside its System"
+            f" call's context (a thread the System started) while {in_flight} calls"
+            " of different trials were in flight, so its trial, part of the cache"
+            " key, is unknown; nothing was sent. Run the System's threads with"
+            " contextvars.copy_context().run (docs/cache.md), or replay without"
+            " --ctxbench-concurrency.",
+        )
+
 
 
 def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
@@ -126,7 +186,8 @@ class _Core:
         self, request: httpx.Request, body: bytes
     ) -> tuple[LLMCache | None, str | None, dict[str, Any]]:
         """(cache, key, facts); key ``None``: not cacheable."""
-        facts: dict[str, Any] = {"model": None}
+        owner = call_owner()
+        facts: dict[str, Any] = {"model": None, "owner": owner}
         canonical = canonical_body(body)
         parsed: Any = None
         if canonical:
@@ -140,12 +201,23 @@ class _Core:
         if canonical is None or streaming:
             cache.count("uncacheable")
             return cache, None, facts
-        scope = current_call()
-        trial = scope.trial if scope is not None else 1
-        facts["trial"] = trial
+        if owner.trial is None:
+            # Calls of several trials in flight, none known to be this one's: no
+            # other trial's reply may answer it, and it may not be stored as theirs.
+            cache.count("uncacheable")
+            if cache.mode == "replay":
+                cache.count("misses")
+                raise UnknownCaller(
+                    request.method,
+                    clean_url(str(request.url)),
+                    owner.in_flight,
+                    cache.path,
+                )
+            return cache, None, facts
+        facts["trial"] = owner.trial
         return (
             cache,
-            cache_key(request.method, str(request.url), canonical, trial),
+            cache_key(request.method, str(request.url), canonical, owner.trial),
             facts,
         )
 
@@ -179,7 +251,7 @@ class _Core:
                 facts["trial"],
                 cache.path,
             )
-            scope = current_call()
+            scope = facts["owner"].scope
             if scope is not None:
                 scope.usage.append({"cache": "miss", "error": str(miss)})
             raise miss
@@ -240,15 +312,24 @@ class _Core:
             data = json.loads(content)
         except (ValueError, UnicodeDecodeError):
             return None
-        scope = current_call()
-        if scope is not None:
-            usage = usage_of(data, facts.get("model"))
-            entry: dict[str, Any] = {"cache": how}
-            if usage is not None:
-                entry.update(usage)
-            elif facts.get("model"):
-                entry["model"] = facts["model"]
-            scope.usage.append(entry)
+        owner: CallOwner = facts["owner"]
+        if owner.scope is None and owner.how != "unknown":
+            return data  # outside any example call: nothing to count it for
+        usage = usage_of(data, facts.get("model"))
+        entry: dict[str, Any] = {"cache": how}
+        if usage is not None:
+            entry.update(usage)
+        elif facts.get("model"):
+            entry["model"] = facts["model"]
+        if owner.scope is not None:
+            owner.scope.usage.append(entry)
+        elif record_unattributed(entry) and not run_reports_unattributed():
+            # Outside a pytest run (evaluate(max_workers=...)): said here, once per
+            # process; a run says it once in its summary (plugin/session.py).
+            warnings.warn(
+                UnattributedCallWarning(UNATTRIBUTED_FIX),
+                stacklevel=2,
+            )
         return data
 
 

@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["SECRET_WORDS", "redact_urls", "safe_url", "secret_name"]
+__all__ = ["SECRET_WORDS", "name_words", "redact_urls", "safe_url", "secret_name"]
 
-#: A query parameter is a secret when its name (lower case, ``-`` read as ``_``)
-#: is one of these, or ends with ``_`` + one of them, or contains one of
-#: ``_SECRET_PARTS``.
+#: A query parameter is a secret when its whole name, or the last word of its name,
+#: is one of these (see :func:`secret_name`). Matching is on whole words: ``design``
+#: (which contains ``sig``), ``author`` (``auth``) and ``max_tokens`` (``token``)
+#: are not secrets.
 SECRET_WORDS = frozenset(
     {
         "key",
@@ -38,6 +39,7 @@ SECRET_WORDS = frozenset(
         "passwd",
         "pwd",
         "pass",
+        "passphrase",
         "secret",
         "client_secret",
         "credential",
@@ -48,22 +50,38 @@ SECRET_WORDS = frozenset(
         "jwt",
         "bearer",
         "private_key",
+        "hmac",
+        "otp",
     }
 )
-_SECRET_PARTS = ("key", "token", "secret", "passw", "signature", "credential", "auth")
+
+# Words of a parameter name: separated by "-", "_", ".", spaces, or a change from
+# lower case (or a digit) to upper case ("apiKey", "X-Amz-Signature", "APIKey").
+_WORD_BREAK = re.compile(r"[-_.\s]+|(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 # scheme://... up to whitespace, a quote or an angle bracket.
 _URL_IN_TEXT = re.compile(r"\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>`]+")
 
 
+def name_words(name: str) -> list[str]:
+    """The lower-case words of a parameter name (see :data:`SECRET_WORDS`)."""
+    return [w.lower() for w in _WORD_BREAK.split(name.strip()) if w]
+
+
 def secret_name(name: str) -> bool:
-    """True when a query parameter called ``name`` may carry a secret."""
-    n = name.strip().lower().replace("-", "_")
-    if n in SECRET_WORDS:
-        return True
-    if any(n.endswith("_" + word) for word in SECRET_WORDS):
-        return True
-    return any(part in n for part in _SECRET_PARTS)
+    """True when a query parameter called ``name`` may carry a secret.
+
+    Case does not matter, and ``-``, ``_``, ``.``, spaces and camelCase separate
+    words. A name is a secret when its words joined by ``_`` (``api-key`` is
+    ``api_key``, ``apiKey`` too) or its last word is one of :data:`SECRET_WORDS`:
+    ``key``, ``X-Amz-Signature``, ``x-goog-api-key``, ``subscription-key``,
+    ``accessToken``, ``db_password`` are; ``design``, ``author``, ``max_tokens``,
+    ``token_type``, ``keyword``, ``code_challenge`` are not.
+    """
+    words = name_words(name)
+    if not words:
+        return False
+    return "_".join(words) in SECRET_WORDS or words[-1] in SECRET_WORDS
 
 
 def safe_url(url: str) -> str:

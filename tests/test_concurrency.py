@@ -813,3 +813,107 @@ def test_budget_and_rate_are_split_between_workers(
     result.assert_outcomes(passed=16)
     seen = {p.stem: json.loads(p.read_text()) for p in marks.glob("*.json")}
     assert {k: [v[0], pytest.approx(v[1])] for k, v in seen.items()} == shares
+
+
+class _Gate:
+    """An endpoint that holds every request until ``target`` are in flight at once
+    (or ``patience`` seconds passed), then answers all of them and the rest at once.
+
+    The peak it records is a count: a client capped below ``target`` shows its cap,
+    and costs the test ``patience`` seconds once (the gate then stays open)."""
+
+    def __init__(self, target: int, patience: float = 20.0) -> None:
+        self.target = target
+        self.patience = patience
+        self.open = threading.Event()
+        self.server = FakeLLM(handler=self.handler)
+
+    def handler(self, request):
+        with self.server._lock:
+            if self.server._in_flight >= self.target:
+                self.open.set()
+        self.open.wait(self.patience)
+        self.open.set()
+        text = " ".join(str(m.get("content", "")) for m in request.messages)
+        match = QUESTION.search(text)
+        return f"city {match.group(1)}" if match else "?"
+
+
+LIMITED_PY = r'''
+import os
+from pytest_context_bench.systems import OpenAIProxy
+
+
+def limited():
+    return OpenAIProxy(os.environ["CONC_URL"], model="m", name="limited", concurrency=5)
+'''
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_the_run_budget_governs_the_proxy_not_its_default(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+) -> None:
+    # Issue 22 item 1: OpenAIProxy's default concurrency=16 capped
+    # --ctxbench-concurrency=64 at 16 calls in flight (23 under -n 2).
+    pytester.makefile(".jsonl", qa=qa_lines(200))
+    pytester.makeini("[pytest]\nctxbench_cache = off\n")
+    gate = _Gate(64)
+    with gate.server as server:
+        result = pytester.runpytest_subprocess(
+            *mode,
+            f"--ctxbench-proxy={server.base_url}",
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-concurrency=64",
+        )
+    result.assert_outcomes(passed=200)
+    assert len(server.requests) == 200
+    assert server.max_in_flight == 64
+
+
+def test_a_proxys_own_concurrency_only_lowers_the_budget(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makefile(".jsonl", qa=qa_lines(40))
+    pytester.makepyfile(limited=LIMITED_PY)
+    pytester.makeini("[pytest]\npythonpath = .\nctxbench_cache = off\n")
+    # The gate opens at 6 in flight, one more than the System allows: the peak then
+    # shows the System's own bound, after one wait of the gate's patience.
+    gate = _Gate(6, patience=3.0)
+    with gate.server as server:
+        monkeypatch.setenv("CONC_URL", server.base_url)
+        result = pytester.runpytest_subprocess(
+            "--ctxbench-system=limited:limited",
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-concurrency=32",
+        )
+    result.assert_outcomes(passed=40)
+    assert server.max_in_flight == 5
+
+
+def test_llm_client_without_a_bound_of_its_own_follows_the_budget() -> None:
+    from pytest_context_bench.concurrency import install, uninstall
+    from pytest_context_bench.llm import LLMClient
+
+    gate = _Gate(24)
+    with gate.server as server:
+        client = LLMClient(server.base_url, max_retries=0)
+        assert client.concurrency is None
+        budget = Budget(24)
+        install(budget, None)
+        try:
+            threads = [
+                threading.Thread(
+                    target=client.chat,
+                    args=([{"role": "user", "content": "capital of country 1"}], "m"),
+                )
+                for _ in range(40)
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        finally:
+            uninstall()
+            client.close()
+    assert server.max_in_flight == 24
+    assert budget.peak == 24

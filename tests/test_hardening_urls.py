@@ -134,3 +134,97 @@ def test_reports_baselines_rows_and_output_carry_no_credentials(
         assert SECRET not in text, name
     invocation = " ".join(json.loads(report)["run"]["invocation"])
     assert f"--ctxbench-proxy={base}" in invocation
+
+
+# -- issue 22 item 3: names matched whole; every URL that differs has its own key ----
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["apiKey", "APIKey", "X-Amz-Signature", "X-Amz-Security-Token", "subscription-key",
+     "x.api.key", "db_password", "code", "CLIENT_SECRET"],
+)
+def test_more_secret_names(name: str) -> None:
+    assert secret_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["design", "author", "max_tokens", "token_type", "keyword", "code_challenge",
+     "signed", "authority", "api-version", "monkey", "passage"],
+)
+def test_names_that_only_contain_a_secret_word_are_kept(name: str) -> None:
+    assert not secret_name(name)
+    assert safe_url(f"https://h/v1?{name}=v1&key={SECRET}") == f"https://h/v1?{name}=v1"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("?design=a", "?design=b"),
+        ("?author=x", "?author=y"),
+        ("?max_tokens=5", "?max_tokens=500"),
+        ("?api-version=1", "?api-version=2"),
+        (f"?key={SECRET}", "?key=other"),
+        (f"?sig={SECRET}&se=1", f"?sig={SECRET}x&se=1"),
+        ("", f"?key={SECRET}"),
+    ],
+)
+def test_cache_keys_tell_every_differing_url_apart(a: str, b: str) -> None:
+    from pytest_context_bench.cache import cache_key, clean_url
+
+    base = "https://h/v1/chat/completions"
+    assert cache_key("POST", base + a, b"{}", 1) != cache_key("POST", base + b, b"{}", 1)
+    # what is written of them holds no secret
+    assert SECRET not in clean_url(base + a) + clean_url(base + b)
+
+
+def test_cache_key_ignores_parameter_order_host_case_and_fragment() -> None:
+    from pytest_context_bench.cache import cache_key
+
+    k = cache_key("POST", f"https://H/v1?a=1&key={SECRET}", b"{}", 1)
+    assert k == cache_key("POST", f"https://h/v1?key={SECRET}&a=1#x", b"{}", 1)
+
+
+def test_urls_differing_in_any_parameter_are_separate_entries_and_no_file_holds_the_secret(
+    pytester: pytest.Pytester,
+) -> None:
+    from helpers import qa_lines
+
+    pytester.makefile(".jsonl", qa=qa_lines(3))
+    pytester.makeini("[pytest]\nctxbench_cache_dir = llm-cache\n")
+    # The reply names the parameters it was sent (not the key: a reply is stored).
+    def reply(r):
+        return Reply(text="reply to " + r.query.partition("&api-key")[0])
+
+    with FakeLLM(handler=reply) as llm:
+        sent = []
+        for query in (
+            f"design=a&api-key={SECRET}",
+            f"design=b&api-key={SECRET}",
+            f"author=x&max_tokens=5&api-key={SECRET}",
+            f"author=x&max_tokens=500&api-key={SECRET}",
+            f"design=a&api-key={SECRET}",  # seen before: all three from the cache
+            "design=a&api-key=another-key",
+        ):
+            before = len(llm.requests)
+            out = f"r{len(sent)}.json"
+            result = pytester.runpytest_subprocess(
+                "--ctxbench-dataset=qa.jsonl",
+                f"--ctxbench-proxy={llm.base_url}/v1?{query}",
+                f"--ctxbench-json={out}",
+                "--junitxml=junit.xml",
+            )
+            sent.append(len(llm.requests) - before)
+            rows = json.loads((pytester.path / out).read_text())["rows"]
+            assert [r["error"] for r in rows] == [None] * 3, result.stdout.str()
+            for r in rows:
+                assert r["metadata"]["llm_usage"]["calls"] == (1 if sent[-1] else 0)
+            assert SECRET not in result.stdout.str() + result.stderr.str()
+    assert sent == [3, 3, 3, 3, 0, 3]
+    files = [p for p in pytester.path.rglob("*") if p.is_file()]
+    assert any(p.name.startswith("llm-cache.sqlite3") for p in files)
+    for path in files:
+        if path.suffix in (".pyc",):
+            continue
+        assert SECRET.encode() not in path.read_bytes(), path

@@ -61,8 +61,11 @@ def test_key_is_the_canonical_body_method_url_and_trial() -> None:
     assert k != cache_key("GET", url, a, 1)
     assert k != cache_key("POST", url + "x", a, 1)
     assert k != cache_key("POST", url, canonical_body(b'{"b": 1, "a": [2, 1]}') or b"", 1)
-    # credentials are not part of the key
-    assert cache_key("POST", "http://user:pw@h:1/v1/chat/completions?api_key=X", a, 1) == k
+    # every URL that differs is another key, credentials included (issue 22)
+    assert cache_key("POST", "http://user:pw@h:1/v1/chat/completions", a, 1) != k
+    assert cache_key("POST", url + "?api_key=X", a, 1) != cache_key(
+        "POST", url + "?api_key=Y", a, 1
+    )
     assert canonical_body(b"not json") is None
 
 

@@ -47,6 +47,7 @@ from .options import (
 from .outputs import check_outputs, input_files, other_outputs
 from .recording import MemoryCache, Recorder, row_status
 from .manifest import WORKEROUTPUT_KEY, build_manifest
+from .llmcache import UNATTRIBUTED_KEY
 from .running import Calls, make_scheduler, share_of, worker_count
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .status import StatusLine
@@ -80,6 +81,8 @@ class State:
     #: the run's LLM cache, and what was active before (restored at unconfigure)
     llm_cache: Any = None
     llm_previous: tuple[Any, Any] | None = None
+    #: whether an enclosing run reported unattributed LLM usage (calls.py)
+    reports_before: bool = False
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -150,6 +153,10 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = Settings.from_config(config)
     state = State(settings)
     config.stash[STATE_KEY] = state  # first: unconfigure restores the environment
+    # LLM usage whose example is unknown is the run's to report (calls.py).
+    from ..calls import run_reports_unattributed
+
+    state.reports_before = run_reports_unattributed(True)
     # Named datasets' loaders read these (in this process and in xdist workers, which
     # run pytest_configure too); restored at unconfigure.
     env = {
@@ -325,6 +332,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
+    if state is not None:
+        from ..calls import run_reports_unattributed
+
+        run_reports_unattributed(state.reports_before)
     if state is not None and state.status is not None:
         state.status.finish()
         if config.pluginmanager.is_registered(state.status):
@@ -504,6 +515,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     workeroutput = getattr(session.config, "workeroutput", None)
     if state is not None and state.manifest is not None and workeroutput is not None:
         workeroutput[WORKEROUTPUT_KEY] = state.manifest
+    if state is not None and workeroutput is not None:
+        from ..calls import take_unattributed
+
+        workeroutput[UNATTRIBUTED_KEY] = take_unattributed()
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from .options import CACHE, PRICE, Settings
 
 __all__ = [
     "BROKEN_KEY",
+    "UNATTRIBUTED_KEY",
     "activate",
     "asked",
     "deactivate",
@@ -35,6 +36,8 @@ __all__ = [
 
 #: workerinput key: the controller found the cache file unusable (its message).
 BROKEN_KEY = "ctxbench_cache_broken"
+#: workeroutput key: the usage entries of requests whose example was unknown.
+UNATTRIBUTED_KEY = "ctxbench_unattributed"
 
 
 def default_cache_dir(config: pytest.Config) -> Path:
@@ -108,10 +111,18 @@ def deactivate(cache: LLMCache, previous: Any, prices: Any) -> None:
 
 
 def llm_summary(
-    rows: Iterable[Any], cache: LLMCache | None, settings: Settings
+    rows: Iterable[Any],
+    cache: LLMCache | None,
+    settings: Settings,
+    unattributed: Iterable[dict[str, Any]] = (),
 ) -> dict[str, Any] | None:
     """Cache hits and misses, calls sent, tokens and money (spent and saved) over the
-    rows' measured usage; ``None`` when no row made an LLM call through us."""
+    rows' measured usage and the run's ``unattributed`` requests (made while several
+    example calls were in flight, from threads outside their call's context: see
+    calls.py); ``None`` when no LLM call was measured."""
+    from ..pricing import usage_summary
+
+    loose = usage_summary(unattributed, settings.prices or {})
     totals = {
         "calls": 0,
         "cache_hits": 0,
@@ -148,6 +159,18 @@ def llm_summary(
         error = row.error or {}
         if "cache miss in replay mode" in str(error.get("message", "")):
             misses += 1
+    if loose is not None:
+        seen = True
+        for k in totals:
+            totals[k] += int(loose.get(k, 0))
+        models.update(dict.fromkeys(loose.get("models", ())))
+        unpriced.update(dict.fromkeys(loose.get("unpriced_models", ())))
+        for key in ("cost_usd", "saved_usd"):
+            value = loose.get(key)
+            if isinstance(value, (int, float)):
+                money[key] += float(value)
+            elif settings.prices:
+                money[key] = math.nan
     if not seen and not misses:
         return None
     out: dict[str, Any] = {
@@ -168,6 +191,9 @@ def llm_summary(
         "saved_tokens": totals["saved_tokens"],
         "models": list(models),
     }
+    if loose is not None:
+        # Counted above; shown apart, since no row (so no suite's gate) has them.
+        out["unattributed"] = loose
     if settings.prices:
         out["money"] = {
             "cost_usd": money["cost_usd"],
@@ -209,6 +235,21 @@ def summary_lines(
             {},
         )
     )
+    loose = summary.get("unattributed")
+    if loose is not None:
+        lines.append(
+            (
+                (
+                    f"{loose['calls'] + loose['cache_hits']} LLM request(s) made from"
+                    " a System's own threads while several examples were in flight"
+                    " are counted for the run, not for a row (calls, tokens and money"
+                    " above include them): run that work with"
+                    " contextvars.copy_context().run to have it counted for its"
+                    " example (docs/cache.md)"
+                ),
+                {"yellow": True},
+            )
+        )
     if c["replay_misses"]:
         lines.append(
             (

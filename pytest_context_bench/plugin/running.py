@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from ..calls import call_scope, current_call
+from ..calls import call_scope, current_call, serving
 from ..concurrency import (
     Budget,
     CallRunner,
@@ -252,7 +252,8 @@ def judges_ahead(
         if scope is not None and scope.system_calls is None:
             # What was measured so far is the System's; the judges' calls follow.
             scope.system_calls = len(scope.usage)
-        done = await asyncio.gather(*(one(ev, processed) for _, ev in waiting))
+        with serving():  # the judges' requests belong to this call (calls.py)
+            done = await asyncio.gather(*(one(ev, processed) for _, ev in waiting))
         return {i: outcome for (i, _), outcome in zip(waiting, done)}
 
     return judge

@@ -23,6 +23,7 @@ from ..results import EvalRow, json_safe
 from ..urls import redact_urls
 from ..verdict import Verdict as Judgement
 from ..verdict import comparison_doc, comparison_lines, judge
+from .llmcache import UNATTRIBUTED_KEY
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
 from .options import GATE_PARTIAL, Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
@@ -96,6 +97,9 @@ class Controller:
         #: the run's LLM cache (set by the plugin) and what it and the calls did
         self.llm_cache: Any = None
         self.llm: dict[str, Any] | None = None
+        #: usage of LLM requests whose example was unknown (calls.py), this
+        #: process's and the workers'
+        self.unattributed: list[dict[str, Any]] = []
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -106,6 +110,16 @@ class Controller:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.usage_errors:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if self.unattributed:
+            # Once per run, whatever the number of such requests and of workers.
+            import warnings
+
+            from ..transports import UNATTRIBUTED_FIX
+
+            try:
+                warnings.warn(CtxBenchWarning(UNATTRIBUTED_FIX), stacklevel=1)
+            except Warning:
+                pass  # -W error: the summary line says it; the run must not crash
 
     def add_manifest(self, manifest: Any) -> None:
         if isinstance(manifest, dict):
@@ -115,7 +129,11 @@ class Controller:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         # A crashed worker sends no workeroutput; the others' manifests suffice
         # (every worker collects the same items).
-        self.add_manifest(getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY))
+        output = getattr(node, "workeroutput", {})
+        self.add_manifest(output.get(WORKEROUTPUT_KEY))
+        loose = output.get(UNATTRIBUTED_KEY)
+        if isinstance(loose, list):
+            self.unattributed.extend(e for e in loose if isinstance(e, dict))
 
     @property
     def unevaluated(self) -> list[str]:
@@ -258,9 +276,13 @@ class Controller:
         self._completeness(interrupted, str(stopped) if stopped else None)
         if self.completeness.get("gates_skipped"):
             self.gates_skipped = str(self.completeness["gates_skipped"])
+        from ..calls import take_unattributed
         from .llmcache import llm_summary
 
-        self.llm = llm_summary((r.row for r in self.records), self.llm_cache, self.settings)
+        self.unattributed.extend(take_unattributed())
+        self.llm = llm_summary(
+            (r.row for r in self.records), self.llm_cache, self.settings, self.unattributed
+        )
         self._check_score_fields(session)
         # Marked tests' datasets are known only now (under xdist the controller
         # never loads them): a changed one voids the comparison.

@@ -59,7 +59,11 @@ class OpenAIProxy:
     :param extra_body: further body fields (``temperature``, ``max_tokens``...).
     :param max_retries: retries after the first attempt.
     :param retry_base_delay: the first backoff delay in seconds.
-    :param concurrency: the most requests in flight at once.
+    :param concurrency: the most of this System's calls in flight at once;
+        ``None`` (the default): the run's call budget (``--ctxbench-concurrency``)
+        alone decides. A value only lowers the budget, never raises it: it becomes
+        the System's ``concurrency`` attribute (the runner's per-System limit) and
+        its client's bound.
     :param client: an :class:`LLMClient` to use instead of building one (the
         connection and retry parameters above are then ignored).
 
@@ -84,10 +88,13 @@ class OpenAIProxy:
         extra_body: dict[str, Any] | None = None,
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
-        concurrency: int = 16,
+        concurrency: int | None = None,
         client: LLMClient | None = None,
     ) -> None:
         self.model = model
+        #: read by the runner (``system_concurrency``): ``None`` leaves the run's
+        #: budget alone; a number only lowers it for this System.
+        self.concurrency = concurrency
         self.name = name if name else default_proxy_name(base_url, model)
         self.system_prompt = system_prompt
         self.build_messages = build_messages
