@@ -648,20 +648,24 @@ class CallRunner:
         if self.timeout is None:
             return await task
         timeout = self.timeout
-        while True:
-            # The call's own time: the loop's time minus the other calls' long
-            # steps while it waited (they are theirs, whatever the concurrency).
-            now = time.perf_counter()
-            own = now - began - stalls.others(call, began, now)
-            if task.done():
-                if own > timeout:  # finished, but past its time (a blocking step)
+        try:
+            while True:
+                # The call's own time: the loop's time minus the other calls' long
+                # steps while it waited (they are theirs, whatever the concurrency).
+                now = time.perf_counter()
+                own = now - began - stalls.others(call, began, now)
+                if task.done():
+                    if own > timeout:  # finished, but past its time (blocking step)
+                        raise asyncio.TimeoutError
+                    return task.result()
+                if own > timeout:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
                     raise asyncio.TimeoutError
-                return task.result()
-            if own > timeout:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-                raise asyncio.TimeoutError
-            await asyncio.wait({task}, timeout=timeout - own)
+                await asyncio.wait({task}, timeout=timeout - own)
+        except asyncio.CancelledError:
+            task.cancel()  # the call's waiter was cancelled (closing): so is the call
+            raise
 
     async def _run_thread(
         self, fn: Callable[[], Any], ctx: contextvars.Context, system: Any, began: float

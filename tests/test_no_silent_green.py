@@ -393,6 +393,12 @@ def test_partiality_is_judged_per_suite(
             "*test_bot.py::test_bot[[]half[]]: gates skipped: pytest's selection kept 5 of 6*",
         ])
         result.assert_outcomes(passed=6, failed=1, skipped=1)
+        from pytest_context_bench.report.markdown import render_markdown
+
+        assert (
+            "❌ **1 of 1 gate(s) breached** (1 gate(s) of partial suites not applied)"
+            in render_markdown(doc)
+        )
 
 
 def test_score_keys_table_matches_what_the_evaluators_return() -> None:
