@@ -433,7 +433,9 @@ class Controller:
         Partiality is judged per origin (the command-line run, each marked test):
         deselecting one marked test does not make the command-line suite partial.
         """
-        planned_by = {str(o): int(n) for o, n in self.manifest.get("planned", {}).items()}
+        planned_by = {
+            str(o): int(n) for o, n in self.manifest.get("planned", {}).items()
+        }
         items = self.manifest.get("items", {})
         selected_by: dict[str, int] = {}
         for ident in items.values():
@@ -446,7 +448,9 @@ class Controller:
         for origin in sorted(set(planned_by) | set(selected_by)):
             planned, selected = planned_by.get(origin, 0), selected_by.get(origin, 0)
             if selected < planned:
-                out[origin] = f"pytest's selection kept {selected} of {planned} examples"
+                out[origin] = (
+                    f"pytest's selection kept {selected} of {planned} examples"
+                )
             elif origin in stopped_by:
                 out[origin] = f"the run stopped early: {stop}"
         return out
@@ -475,7 +479,8 @@ class Controller:
         skipped_gates = None
         if reason is not None and (interrupted or not self.settings.gate_partial):
             if interrupted or not complete_ran:
-                skipped_gates = f"{ran} of {max(planned, len(items))} examples ran; {reason}"
+                total = max(planned, len(items))
+                skipped_gates = f"{ran} of {total} examples ran; {reason}"
             else:
                 # Per suite: the partial origins' gates are reported, not applied.
                 for suite in self.report.suites:
