@@ -231,6 +231,10 @@ _REPEAT = ("--ctxbench-repeat=3", "--ctxbench-cache=once")
 MODES: dict[str, Mode] = {
     "serial": Mode(),
     "concurrency-16": Mode(("--ctxbench-concurrency=16",)),
+    # Every call through the runner's timed path (a call's own time, issue 22 item 5).
+    "timeout-concurrency-16": Mode(
+        ("--ctxbench-timeout=60", "--ctxbench-concurrency=16")
+    ),
     "xdist-2": Mode(("-n", "2")),
     "xdist-2-concurrency-16": Mode(("-n", "2", "--ctxbench-concurrency=16")),
     "shards-3-merge": Mode(shards=3),
