@@ -10,7 +10,15 @@ __version__ = "0.1.0"
 
 from .engine import evaluate, run_example
 from .memory import evaluate_memory
-from .errors import ConfigError, CtxBenchError, DatasetError, LLMError, SystemLoadError
+from .errors import (
+    CacheWarning,
+    ConfigError,
+    CtxBenchError,
+    DatasetError,
+    LLMError,
+    SystemLoadError,
+    UnattributedCallWarning,
+)
 from .outcome import EvalResult
 from .results import EvalRow
 from .types import Evaluator, MemorySystem, Metric, System
@@ -36,6 +44,8 @@ __all__ = [
     "DatasetError",
     "SystemLoadError",
     "LLMError",
+    "CacheWarning",
+    "UnattributedCallWarning",
     "http_client",
     "async_http_client",
 ]

@@ -24,6 +24,8 @@ the shape they take there.
 from __future__ import annotations
 
 __all__ = [
+    "CacheWarning",
+    "UnattributedCallWarning",
     "CtxBenchError",
     "ConfigError",
     "DatasetError",
@@ -35,6 +37,23 @@ __all__ = [
 
 class CtxBenchError(Exception):
     """Base class of every exception raised by pytest-context-bench."""
+
+
+class CacheWarning(UserWarning):
+    """The LLM cache could not be used; the run goes on without it.
+
+    Importable as ``pytest_context_bench.CacheWarning`` (its ``__module__``): xdist
+    sends a worker's warnings to the controller by that name."""
+
+    __module__ = "pytest_context_bench"
+
+
+class UnattributedCallWarning(UserWarning):
+    """LLM requests were made from a System's own threads while several example
+    calls were in flight: their usage is counted for the run, not for a row
+    (docs/cache.md, "Systems that call from their own threads")."""
+
+    __module__ = "pytest_context_bench"
 
 
 class ConfigError(CtxBenchError, ValueError):

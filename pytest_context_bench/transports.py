@@ -61,11 +61,12 @@ from .calls import (
     record_unattributed,
     run_reports_unattributed,
 )
-from .errors import CtxBenchError
+from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
 
 __all__ = [
     "AsyncCacheTransport",
     "CacheTransport",
+    "CacheWarning",
     "UnattributedCallWarning",
     "UnknownCaller",
     "async_http_client",
@@ -81,12 +82,6 @@ _DROP_HEADERS = ("content-encoding", "content-length", "transfer-encoding")
 _DEFAULT = object()
 
 
-class CacheWarning(UserWarning):
-    """The LLM cache could not be used; the run goes on without it."""
-
-    __module__ = "pytest_context_bench"
-
-
 #: what the warning about requests of unknown owner says (once per run).
 UNATTRIBUTED_FIX = (
     "LLM request(s) were made outside their System call's context (from a thread or"
@@ -97,13 +92,6 @@ UNATTRIBUTED_FIX = (
     " executor.submit(contextvars.copy_context().run, fn, *args) (see docs/cache.md,"
     " 'Systems that call from their own threads')."
 )
-
-
-class UnattributedCallWarning(UserWarning):
-    """LLM requests were made from a System's own threads while several example
-    calls were in flight: their usage is counted for the run, not for a row."""
-
-    __module__ = "pytest_context_bench"
 
 
 class UnknownCaller(CacheMiss):

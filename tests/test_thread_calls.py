@@ -311,3 +311,15 @@ def test_outside_a_run_the_usage_is_kept_and_one_warning_names_the_fix() -> None
     assert all(e["prompt_tokens"] == 10 for e in loose)
     said = [w for w in seen if issubclass(w.category, UnattributedCallWarning)]
     assert len(said) == 1 and FIX in str(said[0].message)
+
+
+def test_the_warnings_are_importable_by_the_name_they_carry() -> None:
+    """xdist sends a worker's warning to the controller as module + class name; a
+    name that does not import crashed the controller (a CacheWarning in a worker was
+    an INTERNALERROR, "module 'pytest_context_bench' has no attribute ...")."""
+    import importlib
+
+    from pytest_context_bench.transports import CacheWarning, UnattributedCallWarning
+
+    for cls in (CacheWarning, UnattributedCallWarning):
+        assert getattr(importlib.import_module(cls.__module__), cls.__name__) is cls
