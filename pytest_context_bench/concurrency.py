@@ -41,7 +41,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import CtxBenchError
+from .errors import BlockingSystemWarning, CtxBenchError
 
 __all__ = [
     "BLOCKING_STEP",
@@ -86,10 +86,6 @@ def wait_for(future: Future[T]) -> T:
 
 class CallTimeout(Exception):
     """A System call took longer than the per-call timeout (``--ctxbench-timeout``)."""
-
-
-class BlockingSystemWarning(UserWarning):
-    """An ``async def`` System blocked the event loop its calls share."""
 
 
 #: A step of an async System's coroutine (the code between two ``await``s) that runs
