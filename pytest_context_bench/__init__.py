@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 from .engine import evaluate, run_example
 from .memory import evaluate_memory
 from .errors import (
+    BlockingSystemWarning,
     CacheWarning,
     ConfigError,
     CtxBenchError,
@@ -46,6 +47,7 @@ __all__ = [
     "LLMError",
     "CacheWarning",
     "UnattributedCallWarning",
+    "BlockingSystemWarning",
     "http_client",
     "async_http_client",
 ]

@@ -13,6 +13,11 @@ System calls the plugin hands it:
   under the :class:`RateLimit`;
 * a call that outlives the per-call timeout becomes :class:`CallTimeout`; a task is
   cancelled, a thread is abandoned (daemon threads never keep the process alive).
+  The timeout measures that call: the time the loop spent running *another* call's
+  step (an ``async def process`` that blocks, ``time.sleep`` or sync I/O) is not
+  charged to the calls waiting behind it, so the rows do not depend on how many
+  calls were in flight. A System whose step blocks the loop is named, once, by a
+  :class:`BlockingSystemWarning`.
 
 The LLM judges and :class:`~pytest_context_bench.llm.LLMClient` take a slot of the
 same budget through :func:`slot` / :func:`aslot` when they are not already inside a
@@ -27,6 +32,7 @@ import collections
 import contextlib
 import contextvars
 import inspect
+import itertools
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
@@ -35,9 +41,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from .errors import CtxBenchError
+from .errors import BlockingSystemWarning, CtxBenchError
 
 __all__ = [
+    "BLOCKING_STEP",
+    "BlockingSystemWarning",
     "Budget",
     "CallRunner",
     "CallTimeout",
@@ -78,6 +86,83 @@ def wait_for(future: Future[T]) -> T:
 
 class CallTimeout(Exception):
     """A System call took longer than the per-call timeout (``--ctxbench-timeout``)."""
+
+
+#: A step of an async System's coroutine (the code between two ``await``s) that runs
+#: this long (seconds) blocks the loop: the System is named by a warning.
+BLOCKING_STEP = 0.25
+#: Steps at least this long are remembered, so that the calls they held up are not
+#: charged for them (shorter ones are the ordinary cost of sharing a loop).
+_STALL = 0.002
+
+
+class _Stalls:
+    """The long steps of the async calls on one loop: (start, end, call) triples.
+
+    Only the loop's thread touches it. A call's *own* time is its wall time minus
+    the stalls of the other calls while it was in flight.
+    """
+
+    def __init__(self) -> None:
+        self._spans: collections.deque[tuple[float, float, int]] = collections.deque()
+        self._open: dict[int, float] = {}  # call -> when it started
+
+    def begin(self, call: int, start: float) -> None:
+        self._open[call] = start
+
+    def end(self, call: int) -> None:
+        self._open.pop(call, None)
+        oldest = min(self._open.values(), default=float("inf"))
+        while self._spans and self._spans[0][1] < oldest:
+            self._spans.popleft()
+
+    def add(self, start: float, end: float, call: int) -> None:
+        if end - start >= _STALL:
+            self._spans.append((start, end, call))
+
+    def others(self, call: int, since: float, until: float) -> float:
+        """Seconds in [since, until] the loop ran other calls' long steps."""
+        total = 0.0
+        for start, end, owner in self._spans:
+            if owner != call:
+                total += max(0.0, min(end, until) - max(start, since))
+        return total
+
+
+class _Timed:
+    """Awaits a coroutine step by step, timing each step (see :class:`_Stalls`)."""
+
+    __slots__ = ("_coro", "_on_step")
+
+    def __init__(self, coro: Any, on_step: Callable[[float, float], None]) -> None:
+        self._coro = coro
+        self._on_step = on_step
+
+    def __await__(self) -> Any:
+        coro, on_step = self._coro, self._on_step
+        value: Any = None
+        thrown: BaseException | None = None
+        while True:
+            start = time.perf_counter()
+            try:
+                if thrown is not None:
+                    yielded = coro.throw(thrown)
+                else:
+                    yielded = coro.send(value)
+            except StopIteration as stop:
+                on_step(start, time.perf_counter())
+                return stop.value
+            except BaseException:
+                on_step(start, time.perf_counter())
+                raise
+            on_step(start, time.perf_counter())
+            try:
+                value, thrown = (yield yielded), None
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # a cancellation, handed to the coroutine
+                value, thrown = None, exc
 
 
 class Budget:
@@ -294,6 +379,16 @@ class Outcome:
     latency: float
     #: what the ``then`` step of :meth:`CallRunner.submit` returned, if it ran
     extra: Any = None
+    #: the first time a System is found blocking the loop: the warning's text (the
+    #: item that takes the outcome issues it, so pytest shows it with that test)
+    warning: str | None = None
+
+    def warn(self) -> None:
+        """Issue :attr:`warning`, if any (in the thread that takes the outcome)."""
+        if self.warning is not None:
+            import warnings
+
+            warnings.warn(BlockingSystemWarning(self.warning), stacklevel=3)
 
     def result(self) -> Any:
         if self.error is not None:
@@ -329,6 +424,11 @@ class CallRunner:
         self._threads: set[threading.Thread] = set()
         self._closed = False
         self.done = 0
+        self._stalls = _Stalls()
+        self._calls = itertools.count()
+        #: System name -> the longest step that blocked the loop (seconds)
+        self.blocking: dict[str, float] = {}
+        self._warned: set[str] = set()
 
     # -- the loop ------------------------------------------------------------------
 
@@ -451,35 +551,87 @@ class CallRunner:
                         if self._closed:
                             raise asyncio.CancelledError
                 start = time.perf_counter()
+                call = next(self._calls)
                 try:
                     if is_async:
-                        value = await self._run_async(fn, ctx)
+                        self._stalls.begin(call, start)
+                        try:
+                            value = await self._run_async(fn, ctx, system, call, start)
+                        finally:
+                            self._stalls.end(call)
                     else:
-                        value = await self._run_thread(fn, ctx, system)
+                        value = await self._run_thread(fn, ctx, system, start)
                 except asyncio.TimeoutError:
                     took = time.perf_counter() - start
                     error: Exception = CallTimeout(
                         f"System {getattr(system, 'name', system)!r} did not answer"
                         f" within --ctxbench-timeout={self.timeout:g}s (abandoned after"
                         f" {took:.1f}s)"
+                        + self._blocked_note(system)
                     )
-                    return Outcome(None, error, took)
+                    return self._outcome(None, error, took, system)
                 except Exception as exc:
-                    return Outcome(None, exc, time.perf_counter() - start)
-                return Outcome(value, None, time.perf_counter() - start)
+                    return self._outcome(None, exc, time.perf_counter() - start, system)
+                return self._outcome(value, None, time.perf_counter() - start, system)
             finally:
                 self.budget.release()
         finally:
             if own is not None:
                 own.release()
 
-    async def _run_async(self, fn: Callable[[], Any], ctx: contextvars.Context) -> Any:
+    def _outcome(
+        self, value: Any, error: BaseException | None, took: float, system: Any
+    ) -> Outcome:
+        out = Outcome(value, error, took)
+        name = str(getattr(system, "name", system))
+        if name in self.blocking and name not in self._warned:
+            self._warned.add(name)
+            out.warning = (
+                f"System {name!r} blocked the event loop for"
+                f" {self.blocking[name]:.1f}s in one step of its async process(): its"
+                " calls share one loop, so a blocking step (time.sleep, sync I/O, a"
+                " sync HTTP client) stalls every call in flight. Run the blocking"
+                " part with `await asyncio.to_thread(...)`, or make process() a plain"
+                " def (it then runs in a thread of its own)."
+            )
+        return out
+
+    def _blocked_note(self, system: Any) -> str:
+        took = self.blocking.get(str(getattr(system, "name", system)))
+        return (
+            f"; it blocked the event loop for {took:.1f}s (see the"
+            " BlockingSystemWarning)"
+            if took is not None
+            else ""
+        )
+
+    async def _run_async(
+        self,
+        fn: Callable[[], Any],
+        ctx: contextvars.Context,
+        system: Any,
+        call: int,
+        began: float,
+    ) -> Any:
         __tracebackhide__ = True
+        stalls = self._stalls
+        name = str(getattr(system, "name", system))
+
+        def on_step(start: float, end: float) -> None:
+            stalls.add(start, end, call)
+            if end - start >= BLOCKING_STEP:
+                self.blocking[name] = max(self.blocking.get(name, 0.0), end - start)
+
+        async def timed(coro: Any) -> Any:
+            __tracebackhide__ = True
+            return await _Timed(coro, on_step)
 
         # The task is created inside ``ctx``, so it runs in (a copy of) it.
         def start() -> asyncio.Task[Any]:
             __tracebackhide__ = True
             result = fn()
+            if inspect.iscoroutine(result):
+                return asyncio.ensure_future(timed(result))
             if not inspect.isawaitable(result):
 
                 async def done() -> Any:
@@ -491,19 +643,41 @@ class CallRunner:
         task = ctx.run(start)
         if self.timeout is None:
             return await task
-        return await asyncio.wait_for(task, self.timeout)
+        timeout = self.timeout
+        try:
+            while True:
+                # The call's own time: the loop's time minus the other calls' long
+                # steps while it waited (they are theirs, whatever the concurrency).
+                now = time.perf_counter()
+                own = now - began - stalls.others(call, began, now)
+                if task.done():
+                    if own > timeout:  # finished, but past its time (blocking step)
+                        raise asyncio.TimeoutError
+                    return task.result()
+                if own > timeout:
+                    task.cancel()
+                    await asyncio.gather(task, return_exceptions=True)
+                    raise asyncio.TimeoutError
+                await asyncio.wait({task}, timeout=timeout - own)
+        except asyncio.CancelledError:
+            task.cancel()  # the call's waiter was cancelled (closing): so is the call
+            raise
 
     async def _run_thread(
-        self, fn: Callable[[], Any], ctx: contextvars.Context, system: Any
+        self, fn: Callable[[], Any], ctx: contextvars.Context, system: Any, began: float
     ) -> Any:
         __tracebackhide__ = True
         loop = asyncio.get_running_loop()
         out: asyncio.Future[Any] = loop.create_future()
 
-        def deliver(ok: bool, value: Any) -> None:
+        def deliver(ok: bool, value: Any, took: float) -> None:
             if out.done():
                 return
-            if ok:
+            if self.timeout is not None and took > self.timeout:
+                # Past its time in its own thread (the loop may have been too busy
+                # to notice at the moment: the thread's clock decides).
+                out.set_exception(asyncio.TimeoutError())
+            elif ok:
                 out.set_result(value)
             else:
                 out.set_exception(value)
@@ -516,8 +690,9 @@ class CallRunner:
                 ok, value = False, exc
             else:
                 ok = True
+            took = time.perf_counter() - began
             with contextlib.suppress(RuntimeError):  # loop closed: nobody waits
-                loop.call_soon_threadsafe(deliver, ok, value)
+                loop.call_soon_threadsafe(deliver, ok, value, took)
             with self._lock:
                 self._threads.discard(thread)
 
@@ -529,7 +704,17 @@ class CallRunner:
                 self._threads.add(thread)
         if self.timeout is None:
             return await out
-        return await asyncio.wait_for(asyncio.shield(out), self.timeout)
+        while not out.done():
+            # The thread's own clock: a loop held up by another call's blocking step
+            # wakes late, and must not time out a thread that answered in time.
+            left = self.timeout - (time.perf_counter() - began)
+            if left <= 0:
+                await asyncio.sleep(0)  # a delivery already queued comes first
+                if out.done():
+                    break
+                raise asyncio.TimeoutError
+            await asyncio.wait({out}, timeout=left)
+        return out.result()
 
     # -- the end -------------------------------------------------------------------
 

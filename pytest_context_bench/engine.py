@@ -238,7 +238,9 @@ def call_function(
 
 
 def record_call_outcome(call: SystemCall, outcome: Any) -> SystemCall:
-    """Fill ``call`` from a runner's :class:`~.concurrency.Outcome`."""
+    """Fill ``call`` from a runner's :class:`~.concurrency.Outcome` (and issue its
+    warning, in the thread that takes it: the item's)."""
+    outcome.warn()
     if outcome.error is not None:
         call.raised, call.error = outcome.error, _error(outcome.error, "system")
     else:

@@ -24,6 +24,7 @@ the shape they take there.
 from __future__ import annotations
 
 __all__ = [
+    "BlockingSystemWarning",
     "CacheWarning",
     "UnattributedCallWarning",
     "CtxBenchError",
@@ -44,6 +45,14 @@ class CacheWarning(UserWarning):
 
     Importable as ``pytest_context_bench.CacheWarning`` (its ``__module__``): xdist
     sends a worker's warnings to the controller by that name."""
+
+    __module__ = "pytest_context_bench"
+
+
+class BlockingSystemWarning(UserWarning):
+    """An ``async def`` System blocked the event loop its calls share (a step of
+    0.25 s or more between two ``await``): docs/concurrency.md, "Sync and async
+    Systems". Importable as ``pytest_context_bench.BlockingSystemWarning``."""
 
     __module__ = "pytest_context_bench"
 

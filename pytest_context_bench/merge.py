@@ -301,6 +301,7 @@ def _merge_completeness(shards: Sequence[Shard]) -> dict[str, Any]:
         "selected": 0,
         "ran": 0,
         "gates_skipped": None,
+        "partial_suites": {},  # a partial shard is refused
         "lost": [],
         "not_run": [],
         "suites": {},

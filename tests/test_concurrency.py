@@ -115,6 +115,17 @@ class AsyncHang:
         return {**ex, "response": ex["answer"]}
 
 
+class AsyncBlocker:
+    """async def process that blocks the loop (time.sleep) for 1.5 s on q-2; the
+    others await a little, so that they are in flight while it blocks."""
+    name = "async-blocker"
+    async def process(self, ex):
+        if ex["id"] == "q-2":
+            time.sleep(1.5)
+        await asyncio.sleep(0.02)
+        return {**ex, "response": ex["answer"]}
+
+
 class Marks:
     """Leaves a file when each call starts and ends; raises on q-2."""
     name = "marks"
@@ -143,6 +154,7 @@ hang = Hang()
 hang_mark = HangMark()
 limits = Limits()
 async_hang = AsyncHang()
+async_blocker = AsyncBlocker()
 marks = Marks()
 bad_concurrency = BadConcurrency()
 '''
@@ -434,6 +446,43 @@ def test_a_call_past_the_timeout_is_that_examples_error(
     assert errors["q-2"]["type"].endswith("CallTimeout")
     assert "--ctxbench-timeout=0.5s" in errors["q-2"]["message"]
     assert sum(1 for r in _rows(out) if not r["error"]) == 3
+
+
+@pytest.mark.parametrize(
+    "concurrency",
+    [[], ["--ctxbench-concurrency=8"], ["-n", "2", "--ctxbench-concurrency=8"]],
+    ids=["serial", "concurrent", "concurrent-xdist2"],
+)
+def test_an_async_system_blocking_the_loop_fails_only_its_own_call(
+    conc: pytest.Pytester, concurrency: list[str]
+) -> None:
+    """Issue 22 item 5: a step that blocks the shared loop is charged to its own call
+    only; the calls waiting behind it keep their time, so serial and concurrent give
+    the same rows, and the System is named once, with what to do."""
+    out = conc.path / "t.json"
+    result = conc.runpytest_subprocess(
+        "--ctxbench-system=conc:async_blocker",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-limit=8",
+        "--ctxbench-timeout=0.75",
+        f"--ctxbench-json={out}",
+        *concurrency,
+        timeout=120,
+    )
+    assert result.ret == 1
+    rows = _rows(out)
+    got = [(r["example_id"], r["error"]["type"] if r["error"] else None) for r in rows]
+    assert got == [
+        (f"q-{i}", "pytest_context_bench.concurrency.CallTimeout" if i == 2 else None)
+        for i in range(1, 9)
+    ]
+    assert "blocked the event loop" in rows[1]["error"]["message"]
+    text = result.stdout.str()
+    warning = "BlockingSystemWarning: System 'async-blocker' blocked the event loop"
+    assert text.count(warning) == 1  # once (under -n 2: by the worker that saw it)
+    assert "asyncio.to_thread" in text
+    assert "INTERNALERROR" not in text
+    result.assert_outcomes(passed=7, errors=1, warnings=1)
 
 
 def test_collect_only_calls_nothing(conc: pytest.Pytester, server: FakeLLM) -> None:

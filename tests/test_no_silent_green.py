@@ -345,6 +345,62 @@ def test_a_run_pytest_selected_nothing_of_is_not_gated(
     assert "ctxbench summary" not in result.stdout.str()
 
 
+BOT_PY = """
+import pytest
+
+@pytest.mark.ctxbench(dataset="qa.jsonl", min_pass_rate=0.99)
+def test_bot(ctxbench_example, ctxbench_record, ctxbench_system):
+    ctxbench_record.run(ctxbench_system)
+"""
+
+
+@pytest.mark.parametrize(
+    ("selection", "xdist"),
+    [('not test_bot', []), ('not test_bot', ["-n", "2"]), ('not (test_bot and q-1)', [])],
+    ids=["bot-deselected", "bot-deselected-xdist2", "bot-in-part"],
+)
+def test_partiality_is_judged_per_suite(
+    project: pytest.Pytester, selection: str, xdist: list[str]
+) -> None:
+    """Issue 22 item 6: deselecting (all or part of) a marked test leaves the
+    command-line suite, every example of which ran, complete and gated (its breach
+    fails the run); the partial suite is reported as such, its gates not applied."""
+    project.makepyfile(test_bot=BOT_PY)
+    out = project.path / "out.json"
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:half",
+        "--ctxbench-min-pass-rate=0.9", f"--ctxbench-json={out}", "-k", selection,
+        *xdist,
+    )
+    assert result.ret == 1, result.stdout.str()
+    doc = read_json(out)
+    assert doc["completeness"]["gates_skipped"] is None
+    gates = {g["suite"]: g["passed"] for g in doc["gates"]}
+    assert gates["half"] is False
+    result.stdout.fnmatch_lines(["FAILED ctxbench::gate[[]half:min_pass_rate[]]*"])
+    if selection == "not test_bot":
+        assert set(gates) == {"half"}
+        assert doc["completeness"]["partial_suites"] == {
+            "test_bot.py::test_bot": "pytest's selection kept 0 of 6 examples"
+        }
+    else:  # the bot's suite ran in part: its (breached) gate is shown, not applied
+        assert gates == {"half": False, "test_bot.py::test_bot[half]": False}
+        assert doc["completeness"]["partial_suites"] == {
+            "test_bot.py::test_bot[half]": "pytest's selection kept 5 of 6 examples"
+        }
+        result.stdout.fnmatch_lines([
+            "*FAIL test_bot.py::test_bot[[]half[]]: min_pass_rate:*(not enforced: partial suite)",
+            "*test_bot.py::test_bot[[]half[]]: gates skipped: pytest's selection kept 5 of 6*",
+        ])
+        result.assert_outcomes(passed=6, failed=1, skipped=1)
+        from pytest_context_bench.report.markdown import render_markdown
+
+        assert (
+            "❌ **1 of 1 gate(s) breached** (1 gate(s) of partial suites not applied)"
+            in render_markdown(doc)
+        )
+
+
 def test_score_keys_table_matches_what_the_evaluators_return() -> None:
     from pytest_context_bench import evaluators as ev
     from pytest_context_bench.evaluators import SCORE_KEYS, score_keys_for

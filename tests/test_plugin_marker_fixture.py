@@ -216,3 +216,81 @@ def test_cli_systems_shadow_a_parametrized_fixture_in_marker_tests(project: pyte
     result = project.runpytest("--ctxbench-system=systems:wrong", "--co", "-q")
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["test_m.py::test_systems[[]wrong/qa/q-1[]]", "test_m.py::test_systems[[]wrong/qa/q-2[]]", "2 tests collected*"])
+
+
+RUNS_SYSTEMS = """
+import pytest
+
+@pytest.mark.ctxbench(dataset="qa.jsonl", limit=4, min_pass_rate=0.7)
+def test_systems(ctxbench_example, ctxbench_record, ctxbench_system):
+    rows = ctxbench_record.run(ctxbench_system)
+    assert all(row.error is None for row in rows)
+
+@pytest.mark.ctxbench(dataset="qa.jsonl", limit=4, min_pass_rate=0.7)
+def test_named(ctxbench_example, ctxbench_record):
+    for name in ("a", "b"):
+        ctxbench_record({**ctxbench_example, "response": ctxbench_example["answer"]}, system=name)
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "mode_args"),
+    [("cli", []), ("cli", ["-n", "2"]), ("fixture", [])],
+    ids=["cli", "cli-xdist2", "fixture"],
+)
+def test_marker_gates_belong_to_the_suites_the_test_recorded(
+    project: pytest.Pytester, mode_args: list[str], source: str
+) -> None:
+    """Issue 22 item 4: a marked test whose rows are named by their System (the
+    quickstart's ``ctxbench_record.run(ctxbench_system)``, or ``system=``) is gated
+    on those suites only, not also on an empty suite under the test's own name."""
+    project.makepyfile(test_m=RUNS_SYSTEMS)
+    args = ["--ctxbench-system=systems:echo"]
+    if source == "fixture":
+        project.makeconftest(
+            """
+            import pytest
+            import systems
+
+            @pytest.fixture
+            def ctxbench_system():
+                return [systems.echo, systems.compressor]
+            """
+        )
+        args = []
+    out = project.path / "out.json"
+    result = project.runpytest(f"--ctxbench-json={out}", *args, *mode_args)
+    systems = ["echo"] if source == "cli" else ["echo", "compressor"]
+    expected = sorted(
+        [f"test_m.py::test_systems[{s}]" for s in systems]
+        + ["test_m.py::test_named[a]", "test_m.py::test_named[b]"]
+    )
+    doc = read_json(out)
+    assert sorted(g["suite"] for g in doc["gates"]) == expected
+    assert all(g["passed"] for g in doc["gates"])
+    assert sorted(doc["summary"]) == expected
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=8 + len(expected))
+
+
+def test_a_marked_test_that_recorded_nothing_is_still_gated_under_its_name(
+    project: pytest.Pytester,
+) -> None:
+    """The other side of item 4: a gated marked test none of whose examples
+    recorded a row still has its gate decided (and failing), under its own name."""
+    project.makepyfile(
+        test_m="""
+        import pytest
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl", limit=2, min_pass_rate=0.7)
+        def test_systems(ctxbench_example, ctxbench_record, ctxbench_system):
+            raise RuntimeError("before recording")
+        """
+    )
+    out = project.path / "out.json"
+    result = project.runpytest(f"--ctxbench-json={out}", "--ctxbench-system=systems:echo")
+    assert result.ret == 1
+    doc = read_json(out)
+    assert [(g["suite"], g["passed"]) for g in doc["gates"]] == [
+        ("test_m.py::test_systems[echo]", False)
+    ]

@@ -71,6 +71,8 @@ class State:
     errors: list[str] = field(default_factory=list)
     dirs: dict[Any, pytest.Directory] = field(default_factory=dict)
     sent_origins: set[str] = field(default_factory=set)
+    #: marked tests parametrized over the command line's Systems (ctxbench_system)
+    over_systems: set[str] = field(default_factory=set)
     memory: MemoryCache = field(default_factory=MemoryCache)
     baseline: Any = None
     #: origin → example items parametrized (before pytest's own selection)
@@ -532,6 +534,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             _defer(metafunc.config, state, str(exc))
             return
     state.specs[spec.origin] = spec
+    if spec.default_system is not None and state.systems and (
+        "ctxbench_system" in metafunc.fixturenames
+    ):
+        state.over_systems.add(spec.origin)
     n = parametrize(metafunc, spec, state.systems, state)
     state.planned[spec.origin] = state.planned.get(spec.origin, 0) + n
 
@@ -750,13 +756,20 @@ def _attach(
 
 
 def _suite_wire(spec: SuiteSpec, state: State) -> dict[str, Any]:
-    """How a suite is scored and gated, with the suite labels it will produce."""
-    # A marked test's rows land in its own suite, whatever Systems the command line
-    # names: only a suite without a default system runs over those.
-    if spec.default_system is not None:
-        labels = {spec.origin: spec.default_system}
-    else:
+    """How a suite is scored and gated, with the suite labels it will produce when
+    they are known before any row arrives.
+
+    The command line's suites, and a marked test parametrized over the command
+    line's Systems (it takes ``ctxbench_system``), produce one suite per System. Any
+    other marked test's suites are named by its rows (``ctxbench_record(...,
+    system=...)``, ``ctxbench_record.run(systems)``, or the function's name): its
+    gates belong to the suites it recorded, and only a test that recorded nothing
+    at all is gated under its own name (see ``build_run_report``).
+    """
+    if spec.default_system is None or spec.origin in state.over_systems:
         labels = {spec.suite_label(s.name): s.name for s in state.systems}
+    else:
+        labels = {}
     return ensure_wire_safe({**spec.wire(), "labels": labels})  # type: ignore[no-any-return]
 
 

@@ -81,6 +81,9 @@ class Controller:
         self._skipped: set[str] = set()
         #: why the gates were not applied (partial or interrupted run), or None
         self.gates_skipped: str | None = None
+        #: suite label → why its gates are not applied (a partial suite in a run
+        #: whose other suites are complete and gated)
+        self.partial_suites: dict[str, str] = {}
         self.completeness: dict[str, Any] = {}
         self.report: RunReport | None = None
         self.json_error: str | None = None
@@ -327,7 +330,11 @@ class Controller:
         # They count as collected tests, so the progress column ends at 100%.
         session.testscollected += len(self.verdicts)
         log_verdicts(
-            session.config, self.verdicts, enforced=self.gate_enforced, why_not=self._why_not()
+            session.config,
+            self.verdicts,
+            enforced=self.gate_enforced,
+            why_not=self._why_not(),
+            partial=self.partial_suites,
         )
         if (
             self.settings.json_path is not None
@@ -424,22 +431,69 @@ class Controller:
             if marked or function in origins or function.endswith("ctxbench::example"):
                 self.lost.append(nodeid)
 
+    def _partial_origins(self, stop: str | None) -> dict[str, str]:
+        """Origin → why only part of its examples ran, for each partial origin.
+
+        Partiality is judged per origin (the command-line run, each marked test):
+        deselecting one marked test does not make the command-line suite partial.
+        """
+        planned_by = {
+            str(o): int(n) for o, n in self.manifest.get("planned", {}).items()
+        }
+        items = self.manifest.get("items", {})
+        selected_by: dict[str, int] = {}
+        for ident in items.values():
+            origin = str(ident["origin"])
+            selected_by[origin] = selected_by.get(origin, 0) + 1
+        stopped_by: set[str] = {
+            str(items[n]["origin"]) for n in self._counts["not_run"] if n in items
+        }
+        out: dict[str, str] = {}
+        for origin in sorted(set(planned_by) | set(selected_by)):
+            planned, selected = planned_by.get(origin, 0), selected_by.get(origin, 0)
+            if selected < planned:
+                out[origin] = (
+                    f"pytest's selection kept {selected} of {planned} examples"
+                )
+            elif origin in stopped_by:
+                out[origin] = f"the run stopped early: {stop}"
+        return out
+
     def _completeness(self, interrupted: bool, stop: str | None) -> None:
         assert self.report is not None
         planned = sum(int(n) for n in self.manifest.get("planned", {}).values())
         items = self.manifest.get("items", {})
         not_run = list(self._counts["not_run"])
         ran = sum(1 for n in items if n not in self._skipped) - len(not_run)
+        partial = {} if interrupted else self._partial_origins(stop)
+        ran_by = {str(ident["origin"]) for ident in items.values()}
+        # Complete origins that ran: their gates apply even when another origin is
+        # partial (a deselected marked test does not void the CLI benchmark's gates).
+        complete_ran = ran_by - set(partial)
         reason: str | None = None
         if interrupted:
             reason = f"the run was interrupted ({stop})" if stop else "the run was interrupted"
-        elif planned > len(items):
-            reason = f"pytest's selection kept {len(items)} of {planned} examples"
-        elif not_run:
-            reason = f"the run stopped early: {stop}"
+        elif partial and not complete_ran:
+            if planned > len(items):
+                reason = f"pytest's selection kept {len(items)} of {planned} examples"
+            else:
+                reason = f"the run stopped early: {stop}"
+        elif partial:
+            reason = "; ".join(f"{o}: {why}" for o, why in partial.items())
         skipped_gates = None
         if reason is not None and (interrupted or not self.settings.gate_partial):
-            skipped_gates = f"{ran} of {max(planned, len(items))} examples ran; {reason}"
+            if interrupted or not complete_ran:
+                total = max(planned, len(items))
+                skipped_gates = f"{ran} of {total} examples ran; {reason}"
+            else:
+                # Per suite: the partial origins' gates are reported, not applied.
+                for suite in self.report.suites:
+                    why = partial.get(str(suite["origin"]))
+                    if why is not None:
+                        self.partial_suites[str(suite["label"])] = why
+                for origin, why in partial.items():
+                    if origin not in {str(x["origin"]) for x in self.report.suites}:
+                        self.partial_suites[origin] = why
         lost = [d["nodeid"] for d in self._lost_rows]
         self.completeness = {
             "complete": reason is None and not lost and not self.lost,
@@ -449,6 +503,7 @@ class Controller:
             "selected": len(items),
             "ran": ran,
             "gates_skipped": skipped_gates,
+            "partial_suites": dict(self.partial_suites),
             "lost": lost,
             "not_run": not_run,
             "suites": self._counts["suites"],
@@ -551,6 +606,7 @@ class Controller:
             width=width,
             verbose=verbose,
             why_not=self._why_not(),
+            partial=self.partial_suites,
         ):
             tr.write_line(text, **markup)
         self._problem_lines(tr)
@@ -567,6 +623,12 @@ class Controller:
                     + (f"; {c['not_run']} not run" if c["not_run"] else ""),
                     yellow=True,
                 )
+        for label, why in self.partial_suites.items():
+            tr.write_line(
+                f"{label}: gates skipped: {why} ({GATE_PARTIAL.flag} applies them"
+                " anyway; the other suites ran whole and are gated)",
+                yellow=True,
+            )
         if self.gates_skipped:
             tr.write_line(
                 f"gates skipped: {self.gates_skipped}"
@@ -613,6 +675,7 @@ def log_verdicts(
     *,
     enforced: bool,
     why_not: str = "--ctxbench-no-gate",
+    partial: dict[str, str] | None = None,
 ) -> None:
     """Log each verdict as a test of its own (setup, call, teardown reports).
 
@@ -620,11 +683,17 @@ def log_verdicts(
     hooks as real tests' (xdist replays the workers' reports through them too), so
     the terminal reporter counts them, ``--junitxml`` writes a ``<testcase>`` with
     the verdict's properties, and ``Session.testsfailed`` (hence the exit status 1)
-    counts a breach. A breach that is not enforced (``--ctxbench-no-gate``) is a
-    skipped test saying so.
+    counts a breach. A breach that is not enforced (``--ctxbench-no-gate``, or
+    ``partial``: suite label → why that suite's gates are not applied) is a skipped
+    test saying so.
     """
     hook = config.hook
+    run_enforced, run_why = enforced, why_not
     for v in verdicts:
+        suite = dict(v.properties).get("suite")
+        why = (partial or {}).get(str(suite)) if suite is not None else None
+        enforced = run_enforced and why is None
+        why_not = run_why if why is None else f"partial suite: {why}"
         # A suite is named after a System: its name is data.
         nodeid = inert(v.nodeid)
         location = ("ctxbench", None, inert(v.name))

@@ -121,7 +121,17 @@ def row_reason(row: Mapping[str, Any], threshold: float) -> str:
 
 
 def _verdict_line(doc: Mapping[str, Any]) -> str:
-    gates = list(doc.get("gates", []))
+    # A partial suite's gates (beside complete suites) are shown, not applied.
+    partial = (doc.get("completeness") or {}).get("partial_suites") or {}
+    gates = [g for g in doc.get("gates", []) if g.get("suite") not in partial]
+    skipped = len(doc.get("gates", [])) - len(gates)
+    line = _gates_line(doc, gates)
+    if skipped:
+        line += f" ({skipped} gate(s) of partial suites not applied)"
+    return line
+
+
+def _gates_line(doc: Mapping[str, Any], gates: list[Any]) -> str:
     drops = [
         m
         for m in (doc.get("baseline_comparison") or {}).get("metrics", [])

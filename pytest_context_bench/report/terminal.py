@@ -195,6 +195,7 @@ def render_lines(
     width: int | None = None,
     verbose: int = 0,
     why_not: str = "--ctxbench-no-gate",
+    partial: dict[str, str] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
     """The terminal section as ``(text, markup)`` lines.
 
@@ -203,12 +204,14 @@ def render_lines(
     :param verbose: pytest's verbosity; above 0 every example below threshold or in
         error is named, else the first :data:`EXAMPLES_SHOWN` of each.
     :param why_not: why breached gates are not enforced, when ``gate_enforced`` is false.
+    :param partial: suite label → why that suite's gates are not applied (a partial
+        suite among complete ones).
     """
     lines: list[tuple[str, dict[str, Any]]] = []
     if not report.summary:
         lines.append(("no example was scored", {"yellow" if not report.gates else "red": True}))
         _lost_lines(report, lines)
-        _gate_lines(report, lines, gate_enforced, why_not)
+        _gate_lines(report, lines, gate_enforced, why_not, partial)
         return lines
     labels = list(report.summary)
     present = [c for c in _COLUMNS if any(c[0] in report.summary[s] for s in labels)]
@@ -283,7 +286,7 @@ def render_lines(
         lines.append(("", {}))
         lines.extend(examples)
     _lost_lines(report, lines)
-    _gate_lines(report, lines, gate_enforced, why_not)
+    _gate_lines(report, lines, gate_enforced, why_not, partial)
     return lines
 
 
@@ -301,15 +304,19 @@ def _gate_lines(
     lines: list[tuple[str, dict[str, Any]]],
     gate_enforced: bool,
     why_not: str = "--ctxbench-no-gate",
+    partial: dict[str, str] | None = None,
 ) -> None:
+    partial = partial or {}
     if report.gates:
         lines.append(("", {}))
         suffix = "" if gate_enforced else f" (not enforced: {why_not})"
         lines.append((f"gates{suffix}:", {"bold": True}))
         for g in report.gates:
             verdict = "PASS" if g.passed else "FAIL"
-            markup = {"green": True} if g.passed else ({"red": True} if gate_enforced else {"yellow": True})
-            lines.append((f"  {verdict} {g.suite}: {g.gate.name}: {g.reason}", markup))
-        breaches = report.breaches
+            applied = gate_enforced and g.suite not in partial
+            markup = {"green": True} if g.passed else ({"red": True} if applied else {"yellow": True})
+            note = " (not enforced: partial suite)" if gate_enforced and not applied else ""
+            lines.append((f"  {verdict} {g.suite}: {g.gate.name}: {g.reason}{note}", markup))
+        breaches = [g for g in report.breaches if g.suite not in partial]
         if breaches and gate_enforced:
             lines.append((f"{len(breaches)} gate(s) breached: the run fails", {"red": True, "bold": True}))

@@ -1,0 +1,441 @@
+"""Same input, same verdict, whatever the execution mode (issue 22; DESIGN.md §8).
+
+One matrix: every *mode* (a way of running the same benchmark) must give the JSON
+report of the serial run: the same rows (suite, system, example id, status, scores),
+summaries, intervals, repeated-trial statistics and gate verdicts, timings, paths and
+the run's own description aside (:func:`normal`).
+
+The benchmark, in each *entry* form:
+
+* ``cli``: ``--ctxbench-dataset`` with the Systems named by ``--ctxbench-system`` and
+  ``--ctxbench-proxy``, beside a marked test (``@pytest.mark.ctxbench``) whose body
+  runs the same Systems (``ctxbench_record.run(ctxbench_system)``) on a dataset of
+  its own;
+* ``fixture``: the same two, the Systems coming from a ``ctxbench_system`` fixture
+  in ``conftest.py``.
+
+Four deterministic Systems, each on a loopback endpoint of its own: the built-in
+proxy (``--ctxbench-proxy``), plain sync httpx through
+``pytest_context_bench.http_client()``, an ``async def process`` through
+``async_http_client()``, and a System that hands its call to a thread pool of its own.
+The endpoints answer question *i* right when ``i % 3 != 0``, so some examples pass and
+some fail; the gates are one that passes (min pass rate 0.4) and one that fails (min
+mean score 0.9), so the verdicts mean something.
+
+To add a mode: one entry in :data:`MODES`. To add a System: one class in
+:data:`SYSTEMS_PY` and one entry in :data:`SYSTEMS`.
+
+Every run here is a subprocess (``runpytest_subprocess``): the Systems use httpx,
+which an inline run would import inside pytester's ``sys.modules`` snapshot, and
+``-n 2`` needs one anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import read_json
+
+from pytest_context_bench.cli import main as ctxbench_main
+from pytest_context_bench.testing import FakeLLM, Reply
+
+# --- the benchmark --------------------------------------------------------------------
+
+N = 3  # examples per dataset: q-1..q-3 (country) and m-1..m-3 (region)
+
+SYSTEMS_PY = r'''
+import asyncio
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest_context_bench
+
+
+def _ask(example):
+    return {"model": "m", "messages": [{"role": "user", "content": example["question"]}]}
+
+
+def _text(response):
+    response.raise_for_status()
+    return response.json()["choices"][0]["message"]["content"]
+
+
+class SyncHttpx:
+    """Plain sync httpx through the run's client (cache, usage)."""
+    name = "sync"
+
+    def __init__(self):
+        self._client = None
+
+    def process(self, example):
+        if self._client is None:
+            self._client = pytest_context_bench.http_client(timeout=30)
+        url = os.environ["EQ_URL_SYNC"] + "/v1/chat/completions"
+        return {**example, "response": _text(self._client.post(url, json=_ask(example)))}
+
+
+class AsyncHttpx:
+    """async def process, through the run's async client."""
+    name = "async"
+
+    async def process(self, example):
+        url = os.environ["EQ_URL_ASYNC"] + "/v1/chat/completions"
+        async with pytest_context_bench.async_http_client(timeout=30) as client:
+            response = await client.post(url, json=_ask(example))
+        return {**example, "response": _text(response)}
+
+
+class Threaded:
+    """Hands its call to a thread pool of its own (as LangChain and LlamaIndex do)."""
+    name = "threads"
+
+    def __init__(self):
+        self._pool = ThreadPoolExecutor(4)
+        self._client = None
+
+    def _call(self, example):
+        if self._client is None:
+            self._client = pytest_context_bench.http_client(timeout=30)
+        url = os.environ["EQ_URL_THREADS"] + "/v1/chat/completions"
+        return _text(self._client.post(url, json=_ask(example)))
+
+    def process(self, example):
+        return {**example, "response": self._pool.submit(self._call, example).result()}
+
+
+sync = SyncHttpx()
+async_ = AsyncHttpx()
+threads = Threaded()
+
+
+def proxy():
+    from pytest_context_bench.systems import OpenAIProxy
+
+    return OpenAIProxy(os.environ["EQ_URL_PROXY"], model="m", name="proxy")
+'''
+
+#: System name → how the ``cli`` entry names it on the command line (the proxy's URL
+#: is filled in per run), and the expression the ``fixture`` entry builds it with.
+SYSTEMS: dict[str, tuple[str, str]] = {
+    "proxy": ("--ctxbench-proxy={EQ_URL_PROXY}", "eqsys.proxy()"),
+    "sync": ("--ctxbench-system=eqsys:sync", "eqsys.sync"),
+    "async": ("--ctxbench-system=eqsys:async_", "eqsys.async_"),
+    "threads": ("--ctxbench-system=eqsys:threads", "eqsys.threads"),
+}
+
+MARKED_PY = """
+import pytest
+
+@pytest.mark.ctxbench(dataset="regions.jsonl")
+def test_marked(ctxbench_example, ctxbench_record, ctxbench_system):
+    ctxbench_record.run(ctxbench_system)
+"""
+
+FIXTURE_PY = """
+import pytest
+import eqsys
+
+@pytest.fixture(scope="session")
+def ctxbench_system():
+    return [{systems}]
+"""
+
+GATES = ["--ctxbench-min-pass-rate=0.4", "--ctxbench-min-mean-score=0.9"]
+
+_QUESTION = re.compile(r"capital of (country|region) (\d+)")
+
+
+def _lines(kind: str, prefix: str, town: str) -> str:
+    return "".join(
+        json.dumps(
+            {
+                "id": f"{prefix}-{i}",
+                "context": f"Document {i} names the capital of {kind} {i}.",
+                "question": f"What is the capital of {kind} {i}?",
+                "answer": f"{town} {i}",
+            }
+        )
+        + "\n"
+        for i in range(1, N + 1)
+    )
+
+
+class Endpoint(FakeLLM):
+    """Question i is answered right when ``i % 3 != 0``. With ``per_request``, the
+    answer also depends on how often that question was asked before (``i % 3 == 2``:
+    right the first time only), so that each trial of a repeated run must be a
+    request of its own to give the expected statistics."""
+
+    def __init__(self) -> None:
+        self.per_request = False
+        self._asked: dict[tuple[str, int], int] = {}
+        self._count_lock = threading.Lock()
+        super().__init__(handler=self._reply)
+
+    def reset(self, *, per_request: bool) -> None:
+        """Forget the requests seen (a new run)."""
+        with self._count_lock:
+            self.per_request = per_request
+            self._asked.clear()
+            self.requests.clear()
+
+    def _reply(self, request: Any) -> Reply:
+        text = " ".join(str(m.get("content", "")) for m in request.messages)
+        match = _QUESTION.search(text)
+        if match is None:
+            return Reply(text="?")
+        kind, i = match.group(1), int(match.group(2))
+        with self._count_lock:
+            n = self._asked[(kind, i)] = self._asked.get((kind, i), 0) + 1
+        right = i % 3 == 1 or (i % 3 == 2 and (n == 1 or not self.per_request))
+        town = "city" if kind == "country" else "town"
+        return Reply(text=f"{town} {i}" if right else "no idea")
+
+
+# --- the modes ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way of running the benchmark.
+
+    :param args: added to the run's command line.
+    :param shards: run ``--ctxbench-shard=i/N`` for each i, then ``ctxbench merge``.
+    :param replay: record with ``--ctxbench-cache=once`` first, then run again with
+        ``--ctxbench-cache=replay`` (compared), which must send no request.
+    :param reference: the mode this one is compared with.
+    :param requests: requests each endpoint must see per example and origin, or
+        ``None`` (not checked).
+    :param xfail: System name → reason its rows are known to differ in this mode (a
+        fix pending elsewhere): that case is a strict xfail.
+    """
+
+    args: tuple[str, ...] = ()
+    shards: int = 0
+    replay: bool = False
+    reference: str = "serial"
+    requests: int | None = 1
+    per_request: bool = False
+    xfail: dict[str, str] = field(default_factory=dict)
+
+
+_REPEAT = ("--ctxbench-repeat=3", "--ctxbench-cache=once")
+
+MODES: dict[str, Mode] = {
+    "serial": Mode(),
+    "concurrency-16": Mode(("--ctxbench-concurrency=16",)),
+    # Every call through the runner's timed path (a call's own time, issue 22 item 5).
+    "timeout-concurrency-16": Mode(
+        ("--ctxbench-timeout=60", "--ctxbench-concurrency=16")
+    ),
+    "xdist-2": Mode(("-n", "2")),
+    "xdist-2-concurrency-16": Mode(("-n", "2", "--ctxbench-concurrency=16")),
+    "shards-3-merge": Mode(shards=3),
+    "cache-once-then-replay": Mode(replay=True, requests=0),
+    # Repeated trials against an endpoint whose answer changes per request: each
+    # trial is a request of its own (with the cache on), whatever the concurrency.
+    "repeat-3": Mode(_REPEAT, reference="repeat-3", requests=3, per_request=True),
+    "repeat-3-concurrency-16": Mode(
+        (*_REPEAT, "--ctxbench-concurrency=16"), reference="repeat-3", requests=3,
+        per_request=True,
+    ),
+    "repeat-3-xdist-2": Mode(
+        (*_REPEAT, "-n", "2"), reference="repeat-3", requests=3, per_request=True
+    ),
+}
+
+ENTRIES = ("cli", "fixture")
+
+
+# --- running --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def endpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Endpoint]]:
+    servers = {name: Endpoint() for name in SYSTEMS}
+    for server in servers.values():
+        server.start()
+    try:
+        for name, server in servers.items():
+            monkeypatch.setenv(f"EQ_URL_{name.upper()}", server.base_url)
+        yield servers
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def _project(
+    pytester: pytest.Pytester,
+    endpoints: dict[str, Endpoint],
+    entry: str,
+    systems: tuple[str, ...],
+) -> list[str]:
+    """Write the project; the arguments every run of ``entry`` takes."""
+    pytester.makefile(".jsonl", qa=_lines("country", "q", "city"))
+    pytester.makefile(".jsonl", regions=_lines("region", "m", "town"))
+    pytester.makepyfile(eqsys=SYSTEMS_PY, test_marked=MARKED_PY)
+    # Every call reaches the endpoint unless a mode turns the cache on.
+    pytester.makeini("[pytest]\npythonpath = .\nctxbench_cache = off\n")
+    args = ["--ctxbench-dataset=qa.jsonl", *GATES]
+    if entry == "cli":
+        urls = {f"EQ_URL_{k.upper()}": v.base_url for k, v in endpoints.items()}
+        args += [SYSTEMS[s][0].format(**urls) for s in systems]
+        if "proxy" in systems:
+            args += ["--ctxbench-proxy-name=proxy", "--ctxbench-model=m"]
+    else:
+        pytester.makeconftest(
+            FIXTURE_PY.format(systems=", ".join(SYSTEMS[s][1] for s in systems))
+        )
+    return args
+
+
+def _run(pytester: pytest.Pytester, args: list[str], out: Path) -> None:
+    result = pytester.runpytest_subprocess(*args, f"--ctxbench-json={out}", timeout=300)
+    # 1: the min-mean-score gate fails (by design); anything else is a broken run.
+    assert result.ret == 1, result.stdout.str()
+    assert out.exists(), result.stdout.str()
+
+
+def run_mode(
+    pytester: pytest.Pytester,
+    endpoints: dict[str, Endpoint],
+    mode: Mode,
+    base: list[str],
+    name: str,
+) -> dict[str, Any]:
+    """Run ``mode`` on fresh endpoints; its JSON report (for shards, the merged
+    one). The endpoints' ``requests`` are then the requests of the compared run."""
+    for server in endpoints.values():
+        server.reset(per_request=mode.per_request)
+    out = pytester.path / f"{name}.json"
+    # A cache of its own (where a mode turns the cache on): the reference's run
+    # in the same folder must not answer this one.
+    args = [*base, *mode.args, f"--ctxbench-cache-dir=cache-{name}"]
+    if mode.shards:
+        parts = []
+        for i in range(1, mode.shards + 1):
+            part = pytester.path / f"{name}-shard-{i}.json"
+            result = pytester.runpytest_subprocess(
+                *args, f"--ctxbench-shard={i}/{mode.shards}", f"--ctxbench-json={part}",
+                timeout=300,
+            )
+            assert result.ret in (0, 1), result.stdout.str()
+            parts.append(str(part))
+        status = ctxbench_main(["merge", *parts, "--json", str(out), *GATES])
+        assert status == 1  # the failing gate, decided on the whole
+        return read_json(out)
+    if mode.replay:
+        _run(pytester, [*args, "--ctxbench-cache=once"], pytester.path / "once.json")
+        for server in endpoints.values():
+            server.reset(per_request=mode.per_request)
+        args = [*args, "--ctxbench-cache=replay"]
+    _run(pytester, args, out)
+    return read_json(out)
+
+
+def normal(doc: dict[str, Any], *, trials: bool = False) -> dict[str, Any]:
+    """What must not depend on the mode: rows (suite, system, dataset, id, status,
+    scores, error type), summaries without latencies, intervals, repeated-trial
+    statistics, gates and their verdicts. With ``trials``, the rows are compared as
+    a multiset (which trial got which reply may depend on the order in which the
+    requests reached the endpoint; each example's replies may not)."""
+    rows = [
+        (
+            r["suite"], r["system"], r["dataset"], r["example_id"], r["status"],
+            json.dumps(r["scores"], sort_keys=True),
+            (r["error"] or {}).get("type"),
+        )
+        for r in doc["rows"]
+    ]
+    return {
+        "rows": sorted(rows) if trials else rows,
+        "summary": {
+            suite: {k: v for k, v in metrics.items() if not k.startswith("latency")}
+            for suite, metrics in doc["summary"].items()
+        },
+        "intervals": doc["intervals"],
+        "repeats": doc.get("repeats"),
+        "gates": [(g["suite"], g["gate"], g["value"], g["passed"]) for g in doc["gates"]],
+        "gates_enforced": doc["gates_enforced"],
+        "lost": doc["lost"],
+    }
+
+
+def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) -> None:
+    """The reference itself is right: the statuses follow the endpoint's rule (and,
+    with trials, every trial had a reply of its own), and one gate passes, one fails."""
+    statuses: dict[tuple[str, str], list[str]] = {}
+    for r in doc["rows"]:
+        statuses.setdefault((r["suite"], r["example_id"]), []).append(r["status"])
+    assert len(statuses) == 2 * N * len(systems)  # two origins, N examples, per System
+    for (suite, example_id), got in statuses.items():
+        i = int(example_id.split("-")[1])
+        passes = trials if i % 3 == 1 else (1 if i % 3 == 2 and trials > 1 else 0)
+        if i % 3 == 2 and trials == 1:
+            passes = 1
+        assert sorted(got) == sorted(["pass"] * passes + ["below"] * (trials - passes)), (
+            suite, example_id, got,
+        )
+    # Each suite (one per System and origin), and nothing else, has its two gates:
+    # one met, one breached.
+    verdicts: dict[str, dict[str, bool]] = {}
+    for g in doc["gates"]:
+        verdicts.setdefault(g["suite"], {})[g["gate"]] = g["passed"]
+    assert set(verdicts) == set(doc["summary"]), doc["gates"]
+    assert len(verdicts) == 2 * len(systems)
+    for suite, got in verdicts.items():
+        assert got == {"min_pass_rate": True, "min_mean_score": False}, (suite, got)
+
+
+_REFERENCES: dict[tuple[str, tuple[str, ...], str], dict[str, Any]] = {}
+
+
+def _cases() -> Iterator[Any]:
+    """(mode, entry, Systems): all the Systems in one run, except those a mode marks
+    as pending, each then a strict xfail case of its own."""
+    for mode_name, mode in MODES.items():
+        for entry in ENTRIES:
+            steady = tuple(s for s in SYSTEMS if s not in mode.xfail)
+            yield pytest.param(mode_name, entry, steady, id=f"{mode_name}-{entry}")
+            for system, reason in mode.xfail.items():
+                yield pytest.param(
+                    mode_name, entry, (system,),
+                    marks=pytest.mark.xfail(strict=True, reason=reason),
+                    id=f"{mode_name}-{entry}-{system}",
+                )
+
+
+@pytest.mark.parametrize(("mode_name", "entry", "systems"), list(_cases()))
+def test_every_mode_gives_the_reference_answer(
+    pytester: pytest.Pytester,
+    endpoints: dict[str, Endpoint],
+    mode_name: str,
+    entry: str,
+    systems: tuple[str, ...],
+) -> None:
+    mode = MODES[mode_name]
+    base = _project(pytester, endpoints, entry, systems)
+    trials = 3 if "--ctxbench-repeat=3" in mode.args else 1
+    key = (entry, systems, mode.reference)
+    if mode_name != mode.reference and key not in _REFERENCES:
+        reference = MODES[mode.reference]
+        doc = run_mode(pytester, endpoints, reference, base, f"ref-{mode.reference}")
+        check_reference(doc, systems, trials)
+        _REFERENCES[key] = doc
+    got = run_mode(pytester, endpoints, mode, base, mode_name)
+    if mode.requests is not None:
+        # Each call made once per example and trial (none at all on replay).
+        for system in systems:
+            assert len(endpoints[system].requests) == mode.requests * N * 2, system
+    if mode_name == mode.reference:
+        check_reference(got, systems, trials)
+        _REFERENCES[key] = got
+        return
+    assert normal(got, trials=trials > 1) == normal(_REFERENCES[key], trials=trials > 1)
