@@ -45,7 +45,8 @@ import httpx
 
 from . import concurrency
 from .errors import LLMError
-from .urls import clean_api_key, environment_key, redact_secrets, safe_url
+from .keys import clean_api_key, environment_key
+from .urls import redact_secrets, safe_url
 
 __all__ = ["ChatResult", "LLMClient", "LLMError", "display_url", "normalize_base_url"]
 

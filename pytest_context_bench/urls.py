@@ -11,10 +11,8 @@ anywhere. It drops
 :func:`redact_urls` applies it to every URL inside a piece of text (a command-line
 argument, an exception message).
 
-API keys: :func:`clean_api_key` is the one place a key is read (``OPENAI_API_KEY``
-or an ``api_key=`` argument): surrounding whitespace is stripped (a secret pasted
-with its newline), a key still holding a control character is refused without
-being shown, and the key is registered. :func:`redact` replaces every registered
+API keys: :func:`pytest_context_bench.keys.clean_api_key` is the one place a key is
+read, and registers it (:func:`register_secret`). :func:`redact` replaces every registered
 key (and every ``Bearer`` token) in a piece of text, whatever library wrote it; it
 is applied to every error message the plugin stores (rows) or prints (pytest's
 failure text, JUnit).
@@ -22,15 +20,12 @@ failure text, JUnit).
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "SECRET_WORDS",
-    "clean_api_key",
-    "environment_key",
     "name_words",
     "redact",
     "redact_secrets",
@@ -159,11 +154,6 @@ _SECRETS_LOCK = threading.Lock()
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+|\\t|%20)[^\s'\"<>,;)\]}]+")
 
 
-def _control(ch: str) -> bool:
-    code = ord(ch)
-    return code < 0x20 or 0x7F <= code < 0xA0
-
-
 def register_secret(value: str) -> None:
     """Redact ``value`` (and its escaped spellings) from every text :func:`redact`
     sees from now on, in this process. Values under 8 characters are ignored."""
@@ -173,39 +163,6 @@ def register_secret(value: str) -> None:
     forms = {value, repr(value)[1:-1], repr(value.encode("utf-8", "replace"))[2:-1]}
     with _SECRETS_LOCK:
         _SECRETS.update(f for f in forms if len(f) >= _MIN_SECRET)
-
-
-def clean_api_key(value: str, where: str = "OPENAI_API_KEY") -> str:
-    """``value`` stripped of surrounding whitespace, checked and registered.
-
-    :param value: the key as given (an environment variable, an argument).
-    :param where: how to name its origin in the error.
-    :raises ValueError: (a :class:`~pytest_context_bench.errors.ConfigError`) when
-        the stripped key holds a control character (a line break, a tab, NUL): no
-        request could carry it. The message never shows the key.
-    """
-    from .errors import ConfigError
-
-    key = value.strip()
-    bad = [i for i, ch in enumerate(key) if _control(ch)]
-    if bad:
-        register_secret(key)
-        raise ConfigError(
-            f"{where} holds a control character (at position {bad[0] + 1} of"
-            f" {len(key)}; a line break or tab pasted inside the key?), which no HTTP"
-            " header can carry; set it again without it (the key is not shown)."
-        )
-    register_secret(key)
-    return key
-
-
-def environment_key(name: str = "OPENAI_API_KEY") -> str | None:
-    """The key in environment variable ``name``, cleaned (:func:`clean_api_key`),
-    or None when it is unset or blank."""
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return None
-    return clean_api_key(raw, name)
 
 
 def redact_secrets(text: str) -> str:

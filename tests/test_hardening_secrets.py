@@ -116,7 +116,8 @@ def test_a_key_holding_a_control_character_is_one_usage_error_without_the_key(
 def test_an_api_key_argument_is_stripped_checked_and_redacted() -> None:
     from pytest_context_bench.errors import ConfigError, error_record
     from pytest_context_bench.llm import LLMClient
-    from pytest_context_bench.urls import clean_api_key, redact
+    from pytest_context_bench.keys import clean_api_key
+    from pytest_context_bench.urls import redact
 
     key = "  sk-arg-abcdefghijklmnop\t"
     client = LLMClient("http://127.0.0.1:9", api_key=key)

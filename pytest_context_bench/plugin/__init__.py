@@ -25,7 +25,8 @@ from ..errors import CtxBenchError
 from ..importing import load_system
 from ..tokens import get_tokenizer, resolve_tokenizer
 from .._text import inert
-from ..urls import environment_key, redact
+from ..keys import environment_key
+from ..urls import redact
 from .collection import (
     MARKER,
     CliCase,
