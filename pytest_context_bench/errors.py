@@ -8,9 +8,9 @@
     │                             (names the file, the line and the field)
     ├── SystemLoadError           a System import path that does not resolve, or two
     │                             systems sharing a name
-    ├── ExampleDataError          an example whose own fields an evaluator cannot use
-    │                             (IFEval kwargs out of range): that example's error
-    │                             row, shown in one line without a traceback
+    ├── ExampleDataError          an example's fields an evaluator cannot use (IFEval
+    │                             kwargs out of range): that example's error row,
+    │                             shown in one line without a traceback
     └── LLMError                  an LLM endpoint failed after its retries (names the
                                   URL, the status and what was tried; never the key)
 

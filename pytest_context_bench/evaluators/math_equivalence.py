@@ -1451,9 +1451,9 @@ class MathEquivalence:
 
     No gold (no ``"answer"``, ``None``, or an empty list) gives ``{}``: the example
     cannot be judged. A blank gold (``""``, whitespace, or a list of blanks) scores
-    0.0 whatever the response, as math-verify does. A missing or ``None`` response scores as empty text
-    (0.0); ``bytes`` are decoded as UTF-8; any other non-string response is
-    scored as ``str(response)``. Non-string golds are read the same way.
+    0.0 whatever the response, as math-verify does. A missing or ``None`` response
+    scores as empty text (0.0); ``bytes`` are decoded as UTF-8; any other
+    non-string response is scored as ``str(response)``. Non-string golds are read the same way.
 
     :param timeout: seconds allowed for one symbolic comparison (> 0).
 
