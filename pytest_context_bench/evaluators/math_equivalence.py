@@ -1453,7 +1453,8 @@ class MathEquivalence:
     cannot be judged. A blank gold (``""``, whitespace, or a list of blanks) scores
     0.0 whatever the response, as math-verify does. A missing or ``None`` response
     scores as empty text (0.0); ``bytes`` are decoded as UTF-8; any other
-    non-string response is scored as ``str(response)``. Non-string golds are read the same way.
+    non-string response is scored as ``str(response)``. Non-string golds are read
+    the same way.
 
     :param timeout: seconds allowed for one symbolic comparison (> 0).
 
