@@ -357,6 +357,85 @@ def test_cache_command_info_and_clear(tmp_path: Path, capsys: pytest.CaptureFixt
     assert err.count("\n") == 1 and "not a SQLite database" in err
 
 
+@pytest.mark.parametrize("damage", ["garbage", "another_program", "newer_schema"])
+def test_cache_clear_deletes_a_file_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    # The advice of every "cannot be used" line is `ctxbench cache clear --dir D`:
+    # it must work on exactly those files.
+    path = tmp_path / CACHE_FILE
+    if damage == "garbage":
+        path.write_bytes(b"garbage" * 100)
+    elif damage == "another_program":
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE photos (id INTEGER)")
+        conn.close()
+    else:
+        _recorded(tmp_path, 3)
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA user_version = 99")
+        conn.close()
+    assert ctxbench(["cache", "info", "--dir", str(tmp_path)]) == 4
+    advice = capsys.readouterr().err
+    assert f"`ctxbench cache clear --dir {tmp_path}`" in advice
+    assert ctxbench(["cache", "clear", "--dir", str(tmp_path), "--older-than", "1d"]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "without --older-than" in err
+    assert path.exists()
+    assert ctxbench(["cache", "clear", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"deleted {path}") and out.count("\n") == 1
+    assert not any(p.name.startswith(CACHE_FILE) for p in tmp_path.iterdir())
+    # A new cache works there again.
+    assert ctxbench(["cache", "info", "--dir", str(tmp_path)]) == 0
+    CacheStore(path).put("k", "POST", "http://h/x", CachedResponse(200, "application/json", b"{}", time.time(), "t"))
+    assert CacheStore(path).get("k") is not None
+
+
+def test_cache_clear_leaves_what_is_not_a_regular_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / CACHE_FILE).mkdir()
+    (tmp_path / CACHE_FILE / "keep").write_text("x")
+    assert ctxbench(["cache", "clear", "--dir", str(tmp_path)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a regular file" in err
+    assert (tmp_path / CACHE_FILE / "keep").read_text() == "x"
+
+
+@pytest.mark.parametrize("companion", ["", "-wal"])
+@pytest.mark.parametrize("dangling", [True, False], ids=["dangling", "to_a_file"])
+def test_a_symlinked_cache_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], companion: str, dangling: bool
+) -> None:
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    target = tmp_path / "elsewhere" / "important.txt"
+    if not dangling:
+        target.parent.mkdir()
+        target.write_text("important\n")
+    link = directory / (CACHE_FILE + companion)
+    link.symlink_to(target)
+    cache = LLMCache(directory / CACHE_FILE)
+    with FakeLLM(["live", "live"]) as llm, _client(cache) as client:
+        with pytest.warns(CacheWarning, match=f"{link} is a symbolic link"):
+            client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+        client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+        assert len(llm.requests) == 2
+    for action in (["info"], ["clear"], ["clear", "--older-than", "1d"]):
+        assert ctxbench(["cache", *action, "--dir", str(directory)]) == 4
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{link} is a symbolic link (to {target})" in err
+    assert link.is_symlink()
+    if dangling:
+        assert not target.parent.exists()
+    else:
+        assert target.read_text() == "important\n"
+        assert sorted(p.name for p in target.parent.iterdir()) == ["important.txt"]
+    if companion:
+        assert not (directory / CACHE_FILE).exists()
+
+
 def test_parse_age() -> None:
     assert parse_age("30d") == 30 * 86400 and parse_age("1.5h") == 5400
     with pytest.raises(ValueError, match="30d"):

@@ -183,6 +183,40 @@ def test_a_corrupt_cache_file_is_one_line_and_the_run_goes_on(cached_project: py
     assert path.read_bytes() == damage  # never overwritten
 
 
+@pytest.mark.parametrize("link", ["dangling", "to_a_file"])
+def test_a_symlinked_cache_file_is_refused_and_never_written(
+    cached_project: pytest.Pytester, link: str
+) -> None:
+    # SQLite follows a link: a dangling one makes it create the target elsewhere,
+    # one to another file turns that file into a database. Refused, one line; the
+    # run goes on without the cache, in-process and under -n 2.
+    path = cached_project.path / ".pytest_cache" / "d" / "ctxbench" / "llm-cache.sqlite3"
+    path.parent.mkdir(parents=True)
+    target = cached_project.path / "elsewhere" / "notes.txt"
+    if link == "to_a_file":
+        target.parent.mkdir()
+        target.write_text("my notes\n")
+    path.symlink_to(target)
+    with FakeLLM(handler=_handler) as llm:
+        for workers in ([], ["-n", "2"]):
+            result = _run(cached_project, llm, *workers)
+            assert result.ret == 0, result.stdout.str()
+            out = result.stdout.str()
+            line = f"the LLM cache {path} is a symbolic link (to {target}); a cache"
+            assert line in out
+            assert len([x for x in out.splitlines() if line in x]) == 1
+        assert len(llm.requests) == 60  # nothing cached, nothing replayed
+        replay = _run(cached_project, llm, "--ctxbench-cache=replay")
+    assert replay.ret == 4
+    assert "is a symbolic link" in replay.stderr.str()
+    assert path.is_symlink()
+    if link == "dangling":
+        assert not target.exists() and not target.parent.exists()
+    else:
+        assert target.read_text() == "my notes\n"
+        assert sorted(p.name for p in target.parent.iterdir()) == ["notes.txt"]
+
+
 def test_newer_schema_cache_is_left_alone(cached_project: pytest.Pytester) -> None:
     with FakeLLM(handler=_handler) as llm:
         _run(cached_project, llm)
