@@ -200,6 +200,60 @@ def test_usage_is_metered_into_the_call_scope_with_and_without_cache(tmp_path: P
     )
 
 
+_CHAT = '{"model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}], "usage": %s}'
+
+
+@pytest.mark.parametrize(
+    ("usage", "where"),
+    [
+        ('{"prompt_tokens": NaN, "completion_tokens": 5}', "usage.prompt_tokens = nan"),
+        ('{"prompt_tokens": 10, "completion_tokens": Infinity}', "usage.completion_tokens = inf"),
+        ('{"prompt_tokens": -3, "completion_tokens": 5}', "usage.prompt_tokens = -3"),
+        ('{"prompt_tokens": 2.5, "completion_tokens": 5}', "usage.prompt_tokens = 2.5"),
+        ('{"prompt_tokens": "12", "completion_tokens": 5}', "usage.prompt_tokens = '12'"),
+        ('{"prompt_tokens": true, "completion_tokens": 5}', "usage.prompt_tokens = True"),
+        ('{"prompt_tokens": 1e300, "completion_tokens": 5}', "usage.prompt_tokens = 1e+300"),
+        ('{"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": NaN}}',
+         "usage.prompt_tokens_details.cached_tokens = nan"),
+        # Anthropic's shape
+        ('{"input_tokens": NaN, "output_tokens": 5}', "usage.input_tokens = nan"),
+        ('{"input_tokens": 10, "output_tokens": -Infinity}', "usage.output_tokens = -inf"),
+    ],
+)  # fmt: skip
+def test_a_reply_with_bad_usage_is_flagged_and_not_cached(
+    tmp_path: Path, usage: str, where: str
+) -> None:
+    # Before: NaN, infinities and negatives became 0 tokens and $0 in silence.
+    cache = LLMCache.in_dir(tmp_path)
+    with FakeLLM(handler=lambda r: Reply(body=_CHAT % usage)) as llm:
+        scope = CallScope("s", "d", "e")
+        with call_scope(scope), _client(cache) as client:
+            for _ in range(2):
+                r = client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+                assert r.status_code == 200  # the System still gets its reply
+        assert len(llm.requests) == 2  # never stored, so never replayed
+    assert cache.stats.stored == 0
+    assert [u["cache"] for u in scope.usage] == ["miss", "miss"]
+    for entry in scope.usage:
+        assert f"the LLM reply (model m) reports {where};" in entry["bad_usage"]
+        assert "prompt_tokens" not in entry
+    summary = usage_summary(scope.usage, {"m": Price(1.0, 1.0)})
+    assert summary is not None
+    assert summary["calls"] == 2 and summary["cost_usd"] is None
+    assert len(summary["bad_usage"]) == 2
+
+
+def test_null_and_missing_counts_are_zero_not_errors(tmp_path: Path) -> None:
+    usage = '{"prompt_tokens": 7, "completion_tokens": null, "prompt_tokens_details": null}'
+    with FakeLLM(handler=lambda r: Reply(body=_CHAT % usage)) as llm:
+        scope = CallScope("s", "d", "e")
+        with call_scope(scope), _client(None) as client:
+            client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+    (entry,) = scope.usage
+    assert (entry["prompt_tokens"], entry["completion_tokens"], entry["cached_tokens"]) == (7, 0, 0)
+    assert "bad_usage" not in entry
+
+
 def test_async_transport_caches_with_a_plain_async_client(tmp_path: Path) -> None:
     cache = LLMCache.in_dir(tmp_path)
 

@@ -158,7 +158,7 @@ class Recorder:
                 tokenizer=self._tokenizer,
             )
         if scope is not None:
-            attach_usage(row, scope)
+            raised = raised or attach_usage(row, scope)
             scope.usage.clear()  # a second ctxbench_record call starts afresh
             scope.system_calls = None
         self._add(row, self._sys_pos(system, 0), io)
