@@ -23,6 +23,7 @@ from ..inputs import check_unique_names
 from ..memory import Conversation, ask_question, ingest_conversation
 from ..errors import CtxBenchError, ExampleDataError
 from ..importing import check_memory_system, check_system
+from ..report.rows import row_status as _status
 from ..results import EvalRow
 from .collection import ExampleRef
 
@@ -43,14 +44,10 @@ def _reraise(raised: BaseException, row: EvalRow | None) -> None:
 
 
 def row_status(row: EvalRow, threshold: float) -> str:
-    """``error``, ``unscored`` (primary score absent), ``below`` or ``pass``."""
-    if row.error is not None:
-        return "error"
-    field = row.metadata.get("score_field") or "f1"
-    score = row.scores.get(field)
-    if score is None:
-        return "unscored"
-    return "pass" if score >= threshold else "below"
+    """``error``, ``unscored`` (primary score absent), ``below`` or ``pass``: the
+    one rule, :func:`pytest_context_bench.report.rows.row_status`, that a report's
+    reader checks again."""
+    return _status(row.error, row.scores, row.metadata.get("score_field"), threshold)
 
 
 class Recorder:
