@@ -49,8 +49,8 @@ CASES: list[tuple[Mutation, str]] = [
     (_set("status", "error"), r"rows\[1\] .*status 'error' but error null"),
     # Issue 25: the status follows from the scores and the threshold; an edited score
     # (0.2 -> 0.9 under threshold 0.7) or status is refused, not compared.
-    (_score(0.9), r"rows\[1\] .*status 'below', but f1 = 0.9 against the threshold"
-     r" 0.7 makes it 'pass' \(were its scores edited\?\)"),
+    (_score(0.9), (r"rows\[1\] .*status 'below', but f1 = 0.9 against the threshold"
+                   r" 0.7 makes it 'pass' \(were its scores edited\?\)")),
     (_set("status", "pass"), r"rows\[1\] .*status 'pass', but f1 = 0.2 .* 'below'"),
 ]
 

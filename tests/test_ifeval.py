@@ -970,14 +970,20 @@ def test_malformed_kwargs_refuse_that_example_in_one_line(
     assert result.ret == 1
     result.assert_outcomes(passed=1, errors=3)
     for line in (
-        "example bad/neg cannot be scored: IFEval instruction"
-        " 'change_case:capital_word_frequency': argument 'capital_frequency' must be"
-        " at least 0, got -1.",
-        "example bad/typed cannot be scored: IFEval instruction"
-        " 'length_constraints:number_words': argument 'num_words' must be an"
-        " integer, got '12'.",
-        "example bad/shape cannot be scored: IFEval: 'instruction_id_list' must be a"
-        " list of instruction ids, got str.",
+        (
+            "example bad/neg cannot be scored: IFEval instruction"
+            " 'change_case:capital_word_frequency': argument 'capital_frequency' must"
+            " be at least 0, got -1."
+        ),
+        (
+            "example bad/typed cannot be scored: IFEval instruction"
+            " 'length_constraints:number_words': argument 'num_words' must be an"
+            " integer, got '12'."
+        ),
+        (
+            "example bad/shape cannot be scored: IFEval: 'instruction_id_list' must"
+            " be a list of instruction ids, got str."
+        ),
     ):
         assert line in out.splitlines()
     assert "Traceback" not in out and "_instructions.py" not in out

@@ -375,16 +375,20 @@ def _clear_errors(doc: dict[str, Any]) -> None:
         # Edited scores that turn a failing gate into a pass, status left alone.
         (
             lambda d: _edit_scores(d, "below"),
-            "has status 'below', but f1 = 1.0 against the threshold 0.7 makes it"
-            " 'pass' (were its scores edited?)",
+            (
+                "has status 'below', but f1 = 1.0 against the threshold 0.7 makes"
+                " it 'pass' (were its scores edited?)"
+            ),
         ),
         # The status edited alone: its scores still say below.
         (
             lambda d: [
                 r.update(status="pass") for r in d["rows"] if r["status"] == "below"
             ],
-            "has status 'pass', but f1 = 0.0 against the threshold 0.7 makes it"
-            " 'below'",
+            (
+                "has status 'pass', but f1 = 0.0 against the threshold 0.7 makes"
+                " it 'below'"
+            ),
         ),
         # The threshold lowered under the scores.
         (
