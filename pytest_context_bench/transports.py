@@ -66,9 +66,11 @@ _DEFAULT = object()
 
 
 class CacheWarning(UserWarning):
-    """The LLM cache could not be used; the run goes on without it."""
+    """The LLM cache could not be used; the run goes on without it.
 
-    __module__ = "pytest_context_bench"
+    Raised in xdist workers too: xdist sends it to the controller by module and
+    class name, so its ``__module__`` is the module that defines it (a name the
+    package root does not export crashed the controller with INTERNALERROR)."""
 
 
 #: Above this a float cannot hold every whole number: no token count is that large.

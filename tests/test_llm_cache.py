@@ -490,6 +490,19 @@ def test_a_symlinked_cache_file_is_refused(
         assert not (directory / CACHE_FILE).exists()
 
 
+def test_cache_warning_crosses_the_xdist_boundary() -> None:
+    # A worker whose cache broke mid-run warns; xdist rebuilds the warning on the
+    # controller from its module and class name. Before: AttributeError there, an
+    # INTERNALERROR that ended the run.
+    from xdist.remote import serialize_warning_message
+    from xdist.workermanage import unserialize_warning_message
+
+    sent = warnings.WarningMessage(CacheWarning("the LLM cache x is damaged"), CacheWarning, "t.py", 1)
+    back = unserialize_warning_message(serialize_warning_message(sent))
+    assert back.category is CacheWarning
+    assert str(back.message) == "the LLM cache x is damaged"
+
+
 def test_parse_age() -> None:
     assert parse_age("30d") == 30 * 86400 and parse_age("1.5h") == 5400
     with pytest.raises(ValueError, match="30d"):
