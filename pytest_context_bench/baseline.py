@@ -41,7 +41,7 @@ from ._files import atomic_write_text, not_regular
 from ._json import JSONValueError, strict_loads
 from .errors import ConfigError
 from .metrics import row_score
-from .report.rows import row_problem
+from .report.rows import row_problem, status_problem
 from .report.run import Record, RunReport
 from .results import EvalRow, from_json_safe, json_safe
 from .stats import (
@@ -378,6 +378,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     if len(suites) != len(doc["suites"]) or any("label" not in s for s in suites):
         raise _bad(p, "every entry of 'suites' must be an object with a 'label'")
     origins = {str(s["label"]): str(s.get("origin", "")) for s in suites}
+    by_label = {str(s["label"]): s for s in suites}
     records: list[Record] = []
     seen: dict[tuple[Any, ...], int] = {}
     for i, raw in enumerate(doc["rows"]):
@@ -393,6 +394,12 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
         except (ValueError, TypeError) as exc:
             raise _bad(p, f"{where} is malformed ({exc})") from exc
         problem = row_problem(raw, set(origins), seen, i)
+        described = by_label[raw["suite"]] if problem is None else {}
+        threshold = described.get("threshold")
+        if problem is None and type(threshold) in (int, float):
+            # The status follows from the scores and the threshold: an edited
+            # score (or status) is refused, as ``load_report`` refuses it.
+            problem = status_problem(raw, described)
         if problem is not None:
             raise _bad(p, f"{where} {problem}")
         suite = raw["suite"]

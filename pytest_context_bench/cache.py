@@ -19,7 +19,12 @@ it for every request. The module promises:
 - **a bad file is one clear line**: a file that is not SQLite, a SQLite file of
   another program or one written by a newer schema raises :class:`CacheFileError`
   naming the file and the fix; every entry carries its creation time and the
-  package version that wrote it.
+  package version that wrote it. :meth:`CacheStore.remove` deletes such a file
+  (``ctxbench cache clear``);
+- **never written through a link**: a cache file (or its ``-wal``, ``-shm`` or
+  ``-journal`` companion) that is a symbolic link raises :class:`CacheFileError`
+  before SQLite opens it: SQLite would follow it, create a dangling link's target
+  elsewhere, or turn the file it points to into a database.
 
 Modes (:data:`MODES`) and their pytest-recording/vcrpy ``--record-mode`` twins:
 ``once`` (replay hits, record misses; vcrpy ``new_episodes``), ``replay`` (hits only;
@@ -35,6 +40,7 @@ import json
 import os
 import re
 import sqlite3
+import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -51,6 +57,7 @@ __all__ = [
     "MODES",
     "SCHEMA_VERSION",
     "CacheFileError",
+    "CacheLinkError",
     "CacheMiss",
     "CacheStats",
     "CacheStore",
@@ -87,6 +94,14 @@ class _Locked(Exception):
 class CacheFileError(CtxBenchError):
     """The cache file cannot be used (not SQLite, another program's, a newer schema,
     unwritable); the message names the file and the fix."""
+
+
+class CacheLinkError(CacheFileError):
+    """The cache file (or a companion of it) is a symbolic link: never followed."""
+
+
+#: SQLite's companion files of a database (write-ahead log, shared memory, journal).
+_COMPANIONS = ("", "-wal", "-shm", "-journal")
 
 
 class CacheMiss(CtxBenchError):
@@ -281,9 +296,28 @@ class CacheStore:
             " to start a new one, or point --ctxbench-cache-dir elsewhere."
         )
 
+    def _files(self) -> list[Path]:
+        """The cache file and its SQLite companions (which may not exist)."""
+        return [Path(f"{self.path}{suffix}") for suffix in _COMPANIONS]
+
+    def check_links(self) -> None:
+        """Refuse a cache file, or a companion of it, that is a symbolic link.
+
+        :raises CacheLinkError: naming the link and where it points.
+        """
+        for p in self._files():
+            if p.is_symlink():
+                raise CacheLinkError(
+                    f"the LLM cache {p} is a symbolic link (to {os.readlink(p)});"
+                    " a cache file is never written through a link; the run goes on"
+                    " without the cache. Remove the link, or point"
+                    " --ctxbench-cache-dir at a directory of its own."
+                )
+
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
+        self.check_links()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -406,6 +440,7 @@ class CacheStore:
 
     def info(self) -> dict[str, Any]:
         """Entries, bytes on disk, oldest and newest entry, versions and endpoints."""
+        self.check_links()
         size = sum(
             p.stat().st_size
             for p in (self.path, Path(f"{self.path}-wal"))
@@ -439,6 +474,7 @@ class CacheStore:
     def clear(self, older_than: float | None = None) -> int:
         """Delete every entry (or those older than ``older_than`` seconds); returns
         how many were deleted."""
+        self.check_links()
         if not self.path.exists():
             return 0
         with self._lock:
@@ -452,6 +488,43 @@ class CacheStore:
             deleted = cur.rowcount
             conn.execute("VACUUM")
         return int(deleted)
+
+    def remove(self) -> list[Path]:
+        """Delete the cache file and its SQLite companions, whatever they hold (a
+        damaged file, another program's database at our path, a newer schema): what
+        ``ctxbench cache clear`` does when the entries cannot be read. Only regular
+        files named as our cache file are deleted; returns those deleted.
+
+        :raises CacheFileError: a link (:class:`CacheLinkError`), something other
+            than a regular file at that path, or a file that cannot be deleted.
+        """
+        self.check_links()
+        self.close()
+        removed: list[Path] = []
+        for p in self._files():
+            try:
+                mode = p.lstat().st_mode
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise CacheFileError(
+                    f"cannot read {p}: {exc.strerror or exc}."
+                ) from None
+            if not stat.S_ISREG(mode):
+                raise CacheFileError(
+                    f"{p} is not a regular file (a directory, a FIFO, a device);"
+                    " it is left alone: remove it yourself."
+                )
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise CacheFileError(
+                    f"cannot delete {p}: {exc.strerror or exc}."
+                ) from None
+            removed.append(p)
+        return removed
 
     def close(self) -> None:
         """Close the connection (reopened on next use)."""

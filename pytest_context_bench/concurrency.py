@@ -51,6 +51,7 @@ __all__ = [
     "CallTimeout",
     "Outcome",
     "RateLimit",
+    "RateLimitTimeout",
     "aslot",
     "current_limits",
     "fallback_runner",
@@ -165,6 +166,32 @@ class _Timed:
                 value, thrown = None, exc
 
 
+class RateLimitTimeout(CallTimeout):
+    """A call's turn under the rate limit (``--ctxbench-rate-limit``) would come
+    later than its timeout allows: it is not started (and takes no turn).
+
+    :param wait: seconds until the turn.
+    :param timeout: the call's timeout, in seconds.
+    :param who: what was not started (``"the request"``, ``"System 'x'"``).
+    :param limit: how the timeout is named (``"its timeout of 60s"``).
+    """
+
+    def __init__(
+        self,
+        wait: float,
+        timeout: float,
+        who: str = "the request",
+        limit: str | None = None,
+    ) -> None:
+        self.wait, self.timeout = wait, timeout
+        limit = limit or f"its timeout of {timeout:g}s"
+        super().__init__(
+            f"{who} was not started: its turn under --ctxbench-rate-limit would come"
+            f" in {wait:.3g}s, later than {limit} allows (raise the rate limit or"
+            " the timeout)"
+        )
+
+
 class Budget:
     """At most ``size`` slots taken at once, by threads or by event-loop tasks alike.
 
@@ -250,11 +277,19 @@ class RateLimit:
         self._next = 0.0
         self._lock = threading.Lock()
 
-    def reserve(self) -> float:
-        """Seconds to wait before this call may start (the turn is taken)."""
+    def reserve(self, within: float | None = None) -> float:
+        """Seconds to wait before this call may start (the turn is taken).
+
+        :param within: the longest wait the caller accepts (its timeout), or
+            ``None``: any.
+        :raises RateLimitTimeout: the turn would come later than ``within``; no turn
+            is taken, so the calls after it are not pushed back.
+        """
         with self._lock:
             now = time.monotonic()
             start = max(now, self._next)
+            if within is not None and start - now > within:
+                raise RateLimitTimeout(start - now, within)
             self._next = start + self.interval
             return start - now
 
@@ -300,10 +335,13 @@ def current_limits() -> tuple[Budget | None, RateLimit | None]:
 
 
 @contextlib.contextmanager
-def slot() -> Iterator[None]:
+def slot(timeout: float | None = None) -> Iterator[None]:
     """Hold a slot of the process's budget (and wait the rate limit) for one request.
 
     A no-op outside a run with limits, and inside a System call that holds a slot.
+
+    :param timeout: the request's timeout: a turn of the rate limit further away
+        raises :class:`RateLimitTimeout` instead of waiting.
     """
     budget, rate = _LIMITS
     if _HOLDING.get() or (budget is None and rate is None):
@@ -313,7 +351,7 @@ def slot() -> Iterator[None]:
         budget.acquire()
     try:
         if rate is not None:
-            delay = rate.reserve()
+            delay = rate.reserve(timeout)
             if delay > 0:
                 time.sleep(delay)
         token = _HOLDING.set(True)
@@ -327,7 +365,7 @@ def slot() -> Iterator[None]:
 
 
 @contextlib.asynccontextmanager
-async def aslot() -> AsyncIterator[None]:
+async def aslot(timeout: float | None = None) -> AsyncIterator[None]:
     """:func:`slot` for coroutines."""
     budget, rate = _LIMITS
     if _HOLDING.get() or (budget is None and rate is None):
@@ -337,7 +375,7 @@ async def aslot() -> AsyncIterator[None]:
         await budget.acquire_async()
     try:
         if rate is not None:
-            delay = rate.reserve()
+            delay = rate.reserve(timeout)
             if delay > 0:
                 await asyncio.sleep(delay)
         token = _HOLDING.set(True)
@@ -545,7 +583,18 @@ class CallRunner:
                 if self._closed:  # closing: start nothing more
                     raise asyncio.CancelledError
                 if self.rate is not None:
-                    delay = self.rate.reserve()
+                    # The timeout bounds the wait for a turn too: a turn further
+                    # away fails now (no turn taken) rather than wait past it.
+                    try:
+                        delay = self.rate.reserve(self.timeout)
+                    except RateLimitTimeout as exc:
+                        late = RateLimitTimeout(
+                            exc.wait,
+                            exc.timeout,
+                            f"System {getattr(system, 'name', system)!r}",
+                            f"--ctxbench-timeout={exc.timeout:g}s",
+                        )
+                        return Outcome(None, late, 0.0)
                     if delay > 0:
                         await asyncio.sleep(delay)
                         if self._closed:

@@ -279,8 +279,8 @@ def score_call(
             error=call.error,
             ahead=call.ahead,
         )
-    attach_usage(row, call.scope)
-    return row, call.raised or ev_raised
+    bad_usage = attach_usage(row, call.scope)
+    return row, call.raised or ev_raised or bad_usage
 
 
 def score_processed(
@@ -428,7 +428,7 @@ def run_example(
     )
 
 
-def attach_usage(row: EvalRow, scope: CallScope) -> None:
+def attach_usage(row: EvalRow, scope: CallScope) -> BaseException | None:
     """Put what the HTTP transports measured during ``scope`` into ``row.metadata``.
 
     ``llm_usage`` (the System's calls: tokens, calls sent, cache hits, models) and
@@ -437,6 +437,9 @@ def attach_usage(row: EvalRow, scope: CallScope) -> None:
     so that the System's cost of pass does not include the judge. When the System
     failed on a replay-mode cache miss that its own client reported as something else
     (the OpenAI SDK says "Connection error."), the row's error names the cache miss.
+    A reply whose usage holds a count that is not a whole number >= 0 (NaN,
+    negative...) makes the row an error (:class:`~.transports.BadUsageError`, which
+    is returned for the caller to raise; ``None`` otherwise).
     """
     from .pricing import active_prices, usage_summary
 
@@ -455,6 +458,19 @@ def attach_usage(row: EvalRow, scope: CallScope) -> None:
                 summary.pop("saved_usd")
             )
         row.metadata[key] = summary
+    bad = [str(u["bad_usage"]) for u in scope.usage if "bad_usage" in u]
+    if bad and row.error is None:
+        # A reply reporting NaN or negative tokens: the example's tokens and money
+        # are unknown, which makes it an error row (as a bad api_usage does), never
+        # a row scored at 0 tokens and $0.
+        from .transports import BadUsageError
+
+        exc = BadUsageError(bad[0])
+        row.error = _error(exc, "system")
+        row.scores = {}
+        raised: BaseException | None = exc
+    else:
+        raised = None
     misses = [u["error"] for u in scope.usage if "error" in u]
     if misses and row.error is not None and "cache miss" not in row.error["message"]:
         row.error = {
@@ -463,6 +479,7 @@ def attach_usage(row: EvalRow, scope: CallScope) -> None:
             "message": f"{misses[0]} (the System raised {row.error['type']}:"
             f" {row.error['message']})",
         }
+    return raised
 
 
 def default_evaluators(

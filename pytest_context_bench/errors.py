@@ -8,6 +8,9 @@
     │                             (names the file, the line and the field)
     ├── SystemLoadError           a System import path that does not resolve, or two
     │                             systems sharing a name
+    ├── ExampleDataError          an example's fields an evaluator cannot use (IFEval
+    │                             kwargs out of range): that example's error row,
+    │                             shown in one line without a traceback
     └── LLMError                  an LLM endpoint failed after its retries (names the
                                   URL, the status and what was tried; never the key)
 
@@ -31,6 +34,7 @@ __all__ = [
     "ConfigError",
     "DatasetError",
     "SystemLoadError",
+    "ExampleDataError",
     "LLMError",
     "error_record",
 ]
@@ -90,6 +94,14 @@ class DatasetError(CtxBenchError):
 
 class SystemLoadError(CtxBenchError):
     """A System cannot be imported or built, or two systems share one name."""
+
+
+class ExampleDataError(CtxBenchError, ValueError):
+    """An example's own fields are malformed for an evaluator (an IFEval argument
+    that is negative, mistyped or missing). Raised while the example is scored, so
+    it becomes that example's error row like any evaluator failure; the pytest
+    plugin shows it in one line naming the example, without a traceback (it is bad
+    data, not a bug to debug)."""
 
 
 class LLMError(CtxBenchError):

@@ -553,7 +553,7 @@ class LLMClient:
         try:
             # One slot of the run's call budget per attempt (a no-op outside a run
             # with --ctxbench-concurrency, and inside a System call that holds one).
-            with concurrency.slot(), self._semaphore:
+            with concurrency.slot(self.timeout), self._semaphore:
                 response = client.post(url, json=body, headers=self._headers())
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, shown, number) from None
@@ -564,7 +564,7 @@ class LLMClient:
     ) -> dict[str, Any]:
         client = self._async_client()
         try:
-            async with concurrency.aslot():
+            async with concurrency.aslot(self.timeout):
                 response = await client.post(url, json=body, headers=self._headers())
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, shown, number) from None

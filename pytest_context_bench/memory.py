@@ -224,8 +224,8 @@ def ask_question(
             scope,
             runner,
         )
-    attach_usage(row, scope)
-    return row, raised
+    bad_usage = attach_usage(row, scope)
+    return row, raised or bad_usage
 
 
 def _ask(

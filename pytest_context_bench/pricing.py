@@ -108,11 +108,14 @@ def usage_summary(
     ``completion_tokens``, ``cached_tokens`` (all replies, hits included: the row
     costs the same replayed or not), ``saved_tokens`` (those of the hits),
     ``models``, and, when prices are given, ``cost_usd`` and ``saved_usd`` (``None``
-    with ``unpriced_models`` when a model has no price).
+    with ``unpriced_models`` when a model has no price). A reply whose usage could
+    not be read (``bad_usage``: NaN, negative...) counts as a call whose tokens are
+    unknown: ``bad_usage`` lists why, and the money is ``None``, never $0.
     """
     entries = [e for e in entries if "error" not in e]
     if not entries:
         return None
+    bad = [str(e["bad_usage"]) for e in entries if "bad_usage" in e]
     out: dict[str, Any] = {
         "calls": 0,
         "cache_hits": 0,
@@ -127,6 +130,8 @@ def usage_summary(
     for e in entries:
         hit = e.get("cache") == "hit"
         out["cache_hits" if hit else "calls"] += 1
+        if "bad_usage" in e:
+            continue
         tokens = int(e.get("prompt_tokens", 0)) + int(e.get("completion_tokens", 0))
         for name in ("prompt_tokens", "completion_tokens", "cached_tokens"):
             out[name] += int(e.get(name, 0))
@@ -144,9 +149,12 @@ def usage_summary(
                 cost += money
                 saved += money if hit else 0.0
     out["models"] = models
+    if bad:
+        out["bad_usage"] = bad
     if prices:
-        out["cost_usd"] = None if unpriced else cost
-        out["saved_usd"] = None if unpriced else saved
+        unknown = bool(unpriced or bad)
+        out["cost_usd"] = None if unknown else cost
+        out["saved_usd"] = None if unknown else saved
         if unpriced:
             out["unpriced_models"] = unpriced
     return out

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 import warnings
 from typing import Any
@@ -65,6 +64,7 @@ from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
 
 __all__ = [
     "AsyncCacheTransport",
+    "BadUsageError",
     "CacheTransport",
     "CacheWarning",
     "UnattributedCallWarning",
@@ -118,36 +118,73 @@ class UnknownCaller(CacheMiss):
         )
 
 
+#: Above this a float cannot hold every whole number: no token count is that large.
+_MAX_TOKENS = 2**53
+
+
+class BadUsageError(ValueError):
+    """An LLM reply reports a token count that is not a whole number >= 0 (NaN,
+    an infinity, a negative, a fraction, a string...): its tokens and money cannot
+    be counted, so the example it belongs to is an error row."""
+
+    __module__ = "pytest_context_bench.transports"
+
+
+def _count(value: Any, where: str, model: str) -> int:
+    """A reported token count; ``None`` (or absent) is 0."""
+    if value is None:
+        return 0
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        try:
+            ok = 0 <= value <= _MAX_TOKENS and value == int(value)
+        except (OverflowError, ValueError):  # inf, nan
+            ok = False
+    if not ok:
+        shown = f" (model {model})" if model else ""
+        raise BadUsageError(
+            f"the LLM reply{shown} reports {where} = {value!r:.60}; a token count must"
+            " be a whole number >= 0, so this example's tokens and money cannot be"
+            " counted (a broken server or proxy, or a damaged cache entry: clear it"
+            " with `ctxbench cache clear`)."
+        )
+    return int(value)
+
 
 def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
-    """The token usage of an OpenAI-style reply: ``prompt_tokens``,
-    ``completion_tokens``, ``cached_tokens`` (0 when not reported) and ``model``;
-    ``None`` when the reply reports no usage.
+    """The token usage of an OpenAI-style reply (or an Anthropic-style one, whose
+    ``input_tokens`` and ``output_tokens`` are read as the prompt and completion
+    tokens): ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` (0 when not
+    reported) and ``model``; ``None`` when the reply reports no usage.
 
     :param data: the parsed JSON reply.
     :param request_model: the ``model`` the request asked for (preferred for pricing:
         servers often answer with a dated variant).
+    :raises BadUsageError: a reported count that is not a whole number in
+        ``[0, 2**53]`` (``NaN``, ``Infinity``, ``-3``, ``2.5``, ``"12"``, ``true``).
     """
     if not isinstance(data, dict):
         return None
     raw = data.get("usage")
     if not isinstance(raw, dict):
         return None
-
-    def num(value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return 0
-        return max(0, int(value)) if math.isfinite(value) else 0
-
-    details = raw.get("prompt_tokens_details")
-    cached = num(details.get("cached_tokens")) if isinstance(details, dict) else 0
     model = request_model or data.get("model")
+    name = str(model) if model else ""
+    details = raw.get("prompt_tokens_details")
+    cached = 0
+    if isinstance(details, dict):
+        where = "usage.prompt_tokens_details.cached_tokens"
+        cached = _count(details.get("cached_tokens"), where, name)
+    prompt = "prompt_tokens" if raw.get("prompt_tokens") is not None else "input_tokens"
+    completion = (
+        "completion_tokens"
+        if raw.get("completion_tokens") is not None
+        else "output_tokens"
+    )
     return {
-        "model": str(model) if model else "",
-        "prompt_tokens": num(raw.get("prompt_tokens", raw.get("input_tokens"))),
-        "completion_tokens": num(
-            raw.get("completion_tokens", raw.get("output_tokens"))
-        ),
+        "model": name,
+        "prompt_tokens": _count(raw.get(prompt), f"usage.{prompt}", name),
+        "completion_tokens": _count(raw.get(completion), f"usage.{completion}", name),
         "cached_tokens": cached,
     }
 
@@ -263,7 +300,8 @@ class _Core:
         ctype = response.headers.get("content-type", "application/json")
         how = "off" if cache is None else "uncached" if key is None else "miss"
         data = self.meter(content, facts, how)
-        if cache is not None and key is not None and data is not None:
+        good = data is not None and not facts.get("bad_usage")
+        if cache is not None and key is not None and good:
             try:
                 cache.store.put(
                     key,
@@ -301,10 +339,17 @@ class _Core:
         except (ValueError, UnicodeDecodeError):
             return None
         owner: CallOwner = facts["owner"]
+        entry: dict[str, Any] = {"cache": how}
+        try:
+            usage = usage_of(data, facts.get("model"))
+        except BadUsageError as exc:
+            # Never 0 tokens and $0 in silence: the engine makes the example an
+            # error row (engine.attach_usage), and the reply is not cached.
+            entry["bad_usage"] = str(exc)
+            usage = None
+        facts["bad_usage"] = "bad_usage" in entry
         if owner.scope is None and owner.how != "unknown":
             return data  # outside any example call: nothing to count it for
-        usage = usage_of(data, facts.get("model"))
-        entry: dict[str, Any] = {"cache": how}
         if usage is not None:
             entry.update(usage)
         elif facts.get("model"):

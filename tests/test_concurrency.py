@@ -246,6 +246,85 @@ def test_rate_limit_spaces_the_starts() -> None:
     assert delays[4] > 0.3
 
 
+def test_a_turn_beyond_the_timeout_is_refused_without_taking_it() -> None:
+    from pytest_context_bench.concurrency import RateLimitTimeout
+
+    rate = RateLimit(1.0)
+    assert rate.reserve(within=0.5) == 0.0  # the first turn is now
+    before = rate._next
+    with pytest.raises(RateLimitTimeout, match="later than its timeout of 0.5s"):
+        rate.reserve(within=0.5)  # the next one is ~1 s away
+    assert rate._next == before  # no turn taken: later calls are not pushed back
+    assert 0.5 < rate.reserve(within=2.0) <= 1.0
+
+
+def test_a_judge_request_does_not_wait_past_its_timeout_for_the_rate_limit(
+    server: FakeLLM,
+) -> None:
+    from pytest_context_bench.concurrency import (
+        RateLimitTimeout,
+        install,
+        uninstall,
+    )
+    from pytest_context_bench.llm import LLMClient
+
+    client = LLMClient(server.base_url, timeout=2.0, max_retries=0)
+    install(None, RateLimit(1e-9))
+    try:
+        assert client.chat([{"role": "user", "content": "q-1?"}], "m").text
+        with pytest.raises(RateLimitTimeout, match="timeout of 2s"):
+            client.chat([{"role": "user", "content": "q-2?"}], "m")
+
+        async def both() -> None:
+            with pytest.raises(RateLimitTimeout, match="timeout of 2s"):
+                await client.achat([{"role": "user", "content": "q-3?"}], "m")
+
+        asyncio.run(both())
+    finally:
+        uninstall()
+        client.close()
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "started"),
+    [([], 1), (["--ctxbench-concurrency=3"], 1), (["-n", "2"], 2)],
+    ids=["serial", "concurrent", "xdist2"],
+)
+def test_the_timeout_bounds_the_wait_for_the_rate_limit(
+    conc: pytest.Pytester, args: list[str], started: int
+) -> None:
+    # Before: --ctxbench-rate-limit=0.000000001/s with --ctxbench-timeout=1 waited
+    # for a turn forever (the second call's turn is 31 years away).
+    out = conc.path / "r.json"
+    result = conc.runpytest_subprocess(
+        "--ctxbench-system=conc:hang",
+        "--ctxbench-dataset=qa.jsonl",
+        "--ctxbench-limit=4",
+        "-k", "not q-2",  # the hanging example is not this test's subject
+        "--ctxbench-gate-partial",
+        "--ctxbench-rate-limit=0.000000001/s",
+        "--ctxbench-timeout=1",
+        f"--ctxbench-json={out}",
+        *args,
+        timeout=300,  # a hang guard only
+    )  # fmt: skip
+    assert result.ret == 1, result.stdout.str()
+    rows = _rows(out)
+    assert len(rows) == 3
+    errors = [r["error"] for r in rows if r["error"]]
+    # The first call of each process had its turn at once (xdist may give one
+    # worker every example); every other call is refused, none waits.
+    assert 1 <= 3 - len(errors) <= started
+    for error in errors:
+        assert error["type"].endswith("RateLimitTimeout")
+        assert error["message"].startswith(
+            "System 'hang' was not started: its turn under --ctxbench-rate-limit would"
+            " come in "
+        )
+        assert "later than --ctxbench-timeout=1s allows" in error["message"]
+
+
 @pytest.mark.parametrize(
     ("text", "per_second"),
     [("10/s", 10.0), ("600/min", 10.0), ("2.5/sec", 2.5), (" 30 / minute ", 0.5)],

@@ -47,6 +47,11 @@ CASES: list[tuple[Mutation, str]] = [
     (_set("input_tokens", -3), r"rows\[1\] .*input_tokens -3"),
     (_set("suite", "cli::nope"), r"rows\[1\] .*suite that 'suites' does not list"),
     (_set("status", "error"), r"rows\[1\] .*status 'error' but error null"),
+    # Issue 25: the status follows from the scores and the threshold; an edited score
+    # (0.2 -> 0.9 under threshold 0.7) or status is refused, not compared.
+    (_score(0.9), (r"rows\[1\] .*status 'below', but f1 = 0.9 against the threshold"
+                   r" 0.7 makes it 'pass' \(were its scores edited\?\)")),
+    (_set("status", "pass"), r"rows\[1\] .*status 'pass', but f1 = 0.2 .* 'below'"),
 ]
 
 
@@ -102,6 +107,12 @@ REPORT_CASES: list[tuple[Mutation, str]] = [
     (_set("example_id", None), r"report \(rows\[1\]\['example_id'\]: "),
     (_score("inf"), r"rows\[1\] .*score 'f1' = 'inf'"),
     (_set("suite", "nope"), r"rows\[1\] .*suite that 'suites' does not list"),
+    (_set("status", "pass", 0), r"rows\[0\] .*status 'pass', but f1 = 0.0 .* 'below'"),
+    (_score(0.0), r"rows\[1\] .*status 'pass', but f1 = 0.0 .* makes it 'below'"),
+    (
+        lambda d: [s.update(threshold=1.5) for s in d["suites"]],
+        r"rows\[1\] .*status 'pass', but f1 = 1.0 against the threshold 1.5",
+    ),
     (
         lambda d: d.pop("rows"),
         r"report \(the document: 'rows' is a required property",

@@ -17,6 +17,7 @@ so it cannot run here; instead:
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import random
 import re
@@ -913,3 +914,114 @@ def test_pathological_megabyte_in_bounded_time(
     elapsed = time.perf_counter() - start
     assert set(out) == set(KEYS)
     assert elapsed < 20, elapsed
+
+
+# ---------------------------------------------------- a malformed example in a run
+
+IFEVAL_BAD_LINES = "\n".join(
+    json.dumps(line)
+    for line in [
+        {
+            "id": "neg", "task": "ifeval", "context": "Write", "question": "Write",
+            "instruction_id_list": ["change_case:capital_word_frequency"],
+            "kwargs": [{"capital_frequency": -1, "capital_relation": "at least"}],
+        },
+        {
+            "id": "typed", "task": "ifeval", "context": "Write", "question": "Write",
+            "instruction_id_list": ["length_constraints:number_words"],
+            "kwargs": [{"num_words": "12", "relation": "at least"}],
+        },
+        {
+            "id": "shape", "task": "ifeval", "context": "Write", "question": "Write",
+            "instruction_id_list": "punctuation:no_comma",
+        },
+        {
+            "id": "ok", "task": "ifeval", "context": "Write", "question": "Write",
+            "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}],
+        },
+    ]
+)  # fmt: skip
+
+IFEVAL_SYSTEM = """
+class Echo:
+    name = "echo"
+    def process(self, example):
+        return {**example, "response": "HELLO there"}
+
+echo = Echo()
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+def test_malformed_kwargs_refuse_that_example_in_one_line(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    # capital_frequency: -1 (and a count given as a string, and an id list that is a
+    # string): that example's error row, shown as one line naming the example and
+    # the argument, never a traceback into the evaluator; the run goes on.
+    pytester.makefile(".jsonl", bad=IFEVAL_BAD_LINES)
+    pytester.makepyfile(echo=IFEVAL_SYSTEM)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    result = pytester.runpytest(
+        "--ctxbench-dataset=bad.jsonl", "--ctxbench-system=echo:echo",
+        "--ctxbench-json=out.json", *mode,
+    )  # fmt: skip
+    out = result.stdout.str()
+    assert result.ret == 1
+    result.assert_outcomes(passed=1, errors=3)
+    for line in (
+        (
+            "example bad/neg cannot be scored: IFEval instruction"
+            " 'change_case:capital_word_frequency': argument 'capital_frequency' must"
+            " be at least 0, got -1."
+        ),
+        (
+            "example bad/typed cannot be scored: IFEval instruction"
+            " 'length_constraints:number_words': argument 'num_words' must be an"
+            " integer, got '12'."
+        ),
+        (
+            "example bad/shape cannot be scored: IFEval: 'instruction_id_list' must"
+            " be a list of instruction ids, got str."
+        ),
+    ):
+        assert line in out.splitlines()
+    assert "Traceback" not in out and "_instructions.py" not in out
+    assert "raise self.error" not in out
+    doc = json.loads((pytester.path / "out.json").read_text())
+    errors = {
+        r["example_id"]: r["error"]["message"] for r in doc["rows"] if r["error"]
+    }
+    assert sorted(errors) == ["neg", "shape", "typed"]
+    assert "'capital_frequency' must be at least 0, got -1" in errors["neg"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "response", "expected"),
+    [
+        # Zero is a count the official code accepts: "at least 0" always holds,
+        # "less than 0" never does (the example then scores 0, visibly).
+        ({"capital_frequency": 0, "capital_relation": "at least"}, "no caps", 1.0),
+        ({"capital_frequency": 0, "capital_relation": "less than"}, "no caps", 0.0),
+        ({"capital_frequency": 10**400, "capital_relation": "less than"}, "A", 1.0),
+    ],
+)
+def test_capital_frequency_edges_that_are_valid(
+    kwargs: dict[str, Any], response: str, expected: float
+) -> None:
+    assert score(["change_case:capital_word_frequency"], [kwargs], response)[
+        "ifeval_strict"
+    ] == expected
+
+
+@pytest.mark.parametrize(
+    "value", [-1, -0.0 - 1, 1.5, "3", True, None, math.inf, math.nan, [2]]
+)
+def test_capital_frequency_invalid_values_name_the_argument(value: Any) -> None:
+    with pytest.raises(InstructionError, match="'capital_frequency'") as info:
+        score(
+            ["change_case:capital_word_frequency"],
+            [{"capital_frequency": value, "capital_relation": "at least"}],
+            "HELLO",
+        )
+    assert info.value.argument == "capital_frequency"

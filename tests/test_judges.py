@@ -559,3 +559,28 @@ def test_answer_correctness_prompts_ask_for_self_contained_statements(
 def test_answer_correctness_beta_out_of_range(beta: float) -> None:
     with pytest.raises(ConfigError, match="beta"):
         AnswerCorrectness("http://h:1", beta=beta)
+
+
+def test_answer_correctness_drops_blank_statements_and_reads_lowercase_keys(
+    llm: FakeLLM,
+) -> None:
+    # docs/differences.md, the last two rows of "AnswerCorrectness and Ragas": a
+    # whitespace-only statement is no claim (Ragas keeps it), and the classifier's
+    # lowercase keys count as the uppercase ones (Ragas' parser refuses them).
+    llm.push(
+        json.dumps({"statements": [" ", "\n\t"]}),  # response
+        json.dumps({"statements": ["  "]}),  # reference
+    )
+    ac = AnswerCorrectness(llm.base_url, weights=(1.0, 0.0), **FAST)
+    out = ac.score({"question": "q", "answer": "ref"}, {"response": "resp"})
+    assert out == {"answer_correctness": 1.0, "answer_factuality": 1.0}
+    assert len(llm.requests) == 2  # neither side has a statement: no classifier
+
+    llm.push(
+        json.dumps({"statements": ["A", " "]}),
+        json.dumps({"statements": ["A", "B"]}),
+        json.dumps({"tp": [{"statement": "A"}], "fp": [], "fn": [{"statement": "B"}]}),
+    )
+    out = ac.score({"question": "q", "answer": "ref"}, {"response": "resp"})
+    assert out["answer_factuality"] == pytest.approx(fbeta(1, 0, 1))
+    assert len(llm.requests) == 5

@@ -203,6 +203,60 @@ def test_usage_is_metered_into_the_call_scope_with_and_without_cache(tmp_path: P
     )
 
 
+_CHAT = '{"model": "m", "choices": [{"index": 0, "message": {"role": "assistant", "content": "x"}, "finish_reason": "stop"}], "usage": %s}'
+
+
+@pytest.mark.parametrize(
+    ("usage", "where"),
+    [
+        ('{"prompt_tokens": NaN, "completion_tokens": 5}', "usage.prompt_tokens = nan"),
+        ('{"prompt_tokens": 10, "completion_tokens": Infinity}', "usage.completion_tokens = inf"),
+        ('{"prompt_tokens": -3, "completion_tokens": 5}', "usage.prompt_tokens = -3"),
+        ('{"prompt_tokens": 2.5, "completion_tokens": 5}', "usage.prompt_tokens = 2.5"),
+        ('{"prompt_tokens": "12", "completion_tokens": 5}', "usage.prompt_tokens = '12'"),
+        ('{"prompt_tokens": true, "completion_tokens": 5}', "usage.prompt_tokens = True"),
+        ('{"prompt_tokens": 1e300, "completion_tokens": 5}', "usage.prompt_tokens = 1e+300"),
+        ('{"prompt_tokens": 10, "completion_tokens": 5, "prompt_tokens_details": {"cached_tokens": NaN}}',
+         "usage.prompt_tokens_details.cached_tokens = nan"),
+        # Anthropic's shape
+        ('{"input_tokens": NaN, "output_tokens": 5}', "usage.input_tokens = nan"),
+        ('{"input_tokens": 10, "output_tokens": -Infinity}', "usage.output_tokens = -inf"),
+    ],
+)  # fmt: skip
+def test_a_reply_with_bad_usage_is_flagged_and_not_cached(
+    tmp_path: Path, usage: str, where: str
+) -> None:
+    # Before: NaN, infinities and negatives became 0 tokens and $0 in silence.
+    cache = LLMCache.in_dir(tmp_path)
+    with FakeLLM(handler=lambda r: Reply(body=_CHAT % usage)) as llm:
+        scope = CallScope("s", "d", "e")
+        with call_scope(scope), _client(cache) as client:
+            for _ in range(2):
+                r = client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+                assert r.status_code == 200  # the System still gets its reply
+        assert len(llm.requests) == 2  # never stored, so never replayed
+    assert cache.stats.stored == 0
+    assert [u["cache"] for u in scope.usage] == ["miss", "miss"]
+    for entry in scope.usage:
+        assert f"the LLM reply (model m) reports {where};" in entry["bad_usage"]
+        assert "prompt_tokens" not in entry
+    summary = usage_summary(scope.usage, {"m": Price(1.0, 1.0)})
+    assert summary is not None
+    assert summary["calls"] == 2 and summary["cost_usd"] is None
+    assert len(summary["bad_usage"]) == 2
+
+
+def test_null_and_missing_counts_are_zero_not_errors(tmp_path: Path) -> None:
+    usage = '{"prompt_tokens": 7, "completion_tokens": null, "prompt_tokens_details": null}'
+    with FakeLLM(handler=lambda r: Reply(body=_CHAT % usage)) as llm:
+        scope = CallScope("s", "d", "e")
+        with call_scope(scope), _client(None) as client:
+            client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+    (entry,) = scope.usage
+    assert (entry["prompt_tokens"], entry["completion_tokens"], entry["cached_tokens"]) == (7, 0, 0)
+    assert "bad_usage" not in entry
+
+
 def test_async_transport_caches_with_a_plain_async_client(tmp_path: Path) -> None:
     cache = LLMCache.in_dir(tmp_path)
 
@@ -358,6 +412,98 @@ def test_cache_command_info_and_clear(tmp_path: Path, capsys: pytest.CaptureFixt
     assert ctxbench(["cache", "info", "--dir", str(tmp_path)]) == 4
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a SQLite database" in err
+
+
+@pytest.mark.parametrize("damage", ["garbage", "another_program", "newer_schema"])
+def test_cache_clear_deletes_a_file_it_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    # The advice of every "cannot be used" line is `ctxbench cache clear --dir D`:
+    # it must work on exactly those files.
+    path = tmp_path / CACHE_FILE
+    if damage == "garbage":
+        path.write_bytes(b"garbage" * 100)
+    elif damage == "another_program":
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE photos (id INTEGER)")
+        conn.close()
+    else:
+        _recorded(tmp_path, 3)
+        with sqlite3.connect(path) as conn:
+            conn.execute("PRAGMA user_version = 99")
+        conn.close()
+    assert ctxbench(["cache", "info", "--dir", str(tmp_path)]) == 4
+    advice = capsys.readouterr().err
+    assert f"`ctxbench cache clear --dir {tmp_path}`" in advice
+    assert ctxbench(["cache", "clear", "--dir", str(tmp_path), "--older-than", "1d"]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "without --older-than" in err
+    assert path.exists()
+    assert ctxbench(["cache", "clear", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"deleted {path}") and out.count("\n") == 1
+    assert not any(p.name.startswith(CACHE_FILE) for p in tmp_path.iterdir())
+    # A new cache works there again.
+    assert ctxbench(["cache", "info", "--dir", str(tmp_path)]) == 0
+    CacheStore(path).put("k", "POST", "http://h/x", CachedResponse(200, "application/json", b"{}", time.time(), "t"))
+    assert CacheStore(path).get("k") is not None
+
+
+def test_cache_clear_leaves_what_is_not_a_regular_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / CACHE_FILE).mkdir()
+    (tmp_path / CACHE_FILE / "keep").write_text("x")
+    assert ctxbench(["cache", "clear", "--dir", str(tmp_path)]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a regular file" in err
+    assert (tmp_path / CACHE_FILE / "keep").read_text() == "x"
+
+
+@pytest.mark.parametrize("companion", ["", "-wal"])
+@pytest.mark.parametrize("dangling", [True, False], ids=["dangling", "to_a_file"])
+def test_a_symlinked_cache_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], companion: str, dangling: bool
+) -> None:
+    directory = tmp_path / "cache"
+    directory.mkdir()
+    target = tmp_path / "elsewhere" / "important.txt"
+    if not dangling:
+        target.parent.mkdir()
+        target.write_text("important\n")
+    link = directory / (CACHE_FILE + companion)
+    link.symlink_to(target)
+    cache = LLMCache(directory / CACHE_FILE)
+    with FakeLLM(["live", "live"]) as llm, _client(cache) as client:
+        with pytest.warns(CacheWarning, match=f"{link} is a symbolic link"):
+            client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+        client.post(f"{llm.base_url}/v1/chat/completions", json=BODY)
+        assert len(llm.requests) == 2
+    for action in (["info"], ["clear"], ["clear", "--older-than", "1d"]):
+        assert ctxbench(["cache", *action, "--dir", str(directory)]) == 4
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{link} is a symbolic link (to {target})" in err
+    assert link.is_symlink()
+    if dangling:
+        assert not target.parent.exists()
+    else:
+        assert target.read_text() == "important\n"
+        assert sorted(p.name for p in target.parent.iterdir()) == ["important.txt"]
+    if companion:
+        assert not (directory / CACHE_FILE).exists()
+
+
+def test_cache_warning_crosses_the_xdist_boundary() -> None:
+    # A worker whose cache broke mid-run warns; xdist rebuilds the warning on the
+    # controller from its module and class name. Before: AttributeError there, an
+    # INTERNALERROR that ended the run.
+    from xdist.remote import serialize_warning_message
+    from xdist.workermanage import unserialize_warning_message
+
+    sent = warnings.WarningMessage(CacheWarning("the LLM cache x is damaged"), CacheWarning, "t.py", 1)
+    back = unserialize_warning_message(serialize_warning_message(sent))
+    assert back.category is CacheWarning
+    assert str(back.message) == "the LLM cache x is damaged"
 
 
 def test_parse_age() -> None:

@@ -314,12 +314,19 @@ def test_name_protocol_and_timeout_parameter() -> None:
             MathEquivalence(timeout=bad)
 
 
-@pytest.mark.parametrize(
-    "original",
-    [{}, {"answer": None}, {"answer": ""}, {"answer": "  \n"}, {"answer": []}],
-)
+@pytest.mark.parametrize("original", [{}, {"answer": None}, {"answer": []}])
 def test_no_gold_cannot_judge(original: dict[str, Any]) -> None:
     assert MathEquivalence().score(original, {"response": "42"}) == {}
+
+
+@pytest.mark.parametrize("gold", ["", "  \n", [""], ["", " "]])
+@pytest.mark.parametrize("response", ["42", "", "0", None])
+def test_blank_gold_scores_zero(gold: Any, response: Any) -> None:
+    # A present but empty answer key is a score of 0 (math-verify's verdict too),
+    # never an example that silently drops out of the pass rate.
+    assert MathEquivalence().score({"answer": gold}, {"response": response}) == {
+        "math_equiv": 0.0
+    }
 
 
 @pytest.mark.parametrize("processed", [{}, {"response": None}, {"response": " \n "}])

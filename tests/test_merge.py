@@ -355,6 +355,89 @@ def test_refused_inputs(
         )
 
 
+def _edit_scores(doc: dict[str, Any], status: str) -> None:
+    """Raise every ``status`` row's f1 to 1.0 of one suite, leaving the status."""
+    for row in doc["rows"]:
+        if row["status"] == status and row["suite"] == "mixed":
+            row["scores"]["f1"] = 1.0
+
+
+def _clear_errors(doc: dict[str, Any]) -> None:
+    for row in doc["rows"]:
+        if row["error"] is not None:
+            row["error"] = None
+            row["scores"] = {"f1": 1.0, "exact_match": 1.0}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        # Edited scores that turn a failing gate into a pass, status left alone.
+        (
+            lambda d: _edit_scores(d, "below"),
+            (
+                "has status 'below', but f1 = 1.0 against the threshold 0.7 makes"
+                " it 'pass' (were its scores edited?)"
+            ),
+        ),
+        # The status edited alone: its scores still say below.
+        (
+            lambda d: [
+                r.update(status="pass") for r in d["rows"] if r["status"] == "below"
+            ],
+            (
+                "has status 'pass', but f1 = 0.0 against the threshold 0.7 makes"
+                " it 'below'"
+            ),
+        ),
+        # The threshold lowered under the scores.
+        (
+            lambda d: [s.update(threshold=0.0) for s in d["suites"]],
+            "has status 'below', but f1 = 0.0 against the threshold 0 makes it 'pass'",
+        ),
+        # An error row made a pass, its status left or edited (checked before).
+        (_clear_errors, "has status 'error' but error null"),
+        (
+            lambda d: [
+                r.update(status="pass") for r in d["rows"] if r["status"] == "error"
+            ],
+            "has status 'pass' but error set",
+        ),
+        (
+            lambda d: [r["scores"].pop("f1") for r in d["rows"] if r["status"] == "pass"],
+            "has status 'pass', but it has no 'f1' score makes it 'unscored'",
+        ),
+    ],
+    ids=["scores", "status", "threshold", "error_cleared", "error_status", "unscored"],
+)
+def test_a_shard_whose_statuses_contradict_its_scores_is_refused(
+    runs: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: Any,
+    message: str,
+) -> None:
+    s = {i: str(runs / f"shard-{i}.json") for i in range(1, 5)}
+    # The first shard holding the kind of row the edit needs.
+    for k in range(1, 5):
+        doc = read_json(runs / f"shard-{k}.json")
+        change(doc)
+        if doc != read_json(runs / f"shard-{k}.json"):
+            break
+    else:
+        pytest.fail("the edit changed no shard")
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    shards = [str(edited) if i == k else s[i] for i in range(1, 5)]
+    err = _bad(tmp_path, capsys, *shards, "--ctxbench-min-pass-rate=0.7")
+    assert err.startswith("ctxbench merge: error: shard ") and message in err, err
+    assert f"{edited}: rows[" in err
+    assert not (tmp_path / "merged.json").exists()
+    # ctxbench compare reads reports with the same reader.
+    assert main(["compare", s[1], str(edited)]) == 4
+    assert message in capsys.readouterr().err
+
+
 def test_bad_gate_option_and_output_over_a_shard(
     runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -183,6 +183,102 @@ def test_a_corrupt_cache_file_is_one_line_and_the_run_goes_on(cached_project: py
     assert path.read_bytes() == damage  # never overwritten
 
 
+@pytest.mark.parametrize("link", ["dangling", "to_a_file"])
+def test_a_symlinked_cache_file_is_refused_and_never_written(
+    cached_project: pytest.Pytester, link: str
+) -> None:
+    # SQLite follows a link: a dangling one makes it create the target elsewhere,
+    # one to another file turns that file into a database. Refused, one line; the
+    # run goes on without the cache, in-process and under -n 2.
+    path = cached_project.path / ".pytest_cache" / "d" / "ctxbench" / "llm-cache.sqlite3"
+    path.parent.mkdir(parents=True)
+    target = cached_project.path / "elsewhere" / "notes.txt"
+    if link == "to_a_file":
+        target.parent.mkdir()
+        target.write_text("my notes\n")
+    path.symlink_to(target)
+    with FakeLLM(handler=_handler) as llm:
+        for workers in ([], ["-n", "2"]):
+            result = _run(cached_project, llm, *workers)
+            assert result.ret == 0, result.stdout.str()
+            out = result.stdout.str()
+            line = f"the LLM cache {path} is a symbolic link (to {target}); a cache"
+            assert line in out
+            assert len([x for x in out.splitlines() if line in x]) == 1
+        assert len(llm.requests) == 60  # nothing cached, nothing replayed
+        replay = _run(cached_project, llm, "--ctxbench-cache=replay")
+    assert replay.ret == 4
+    assert "is a symbolic link" in replay.stderr.str()
+    assert path.is_symlink()
+    if link == "dangling":
+        assert not target.exists() and not target.parent.exists()
+    else:
+        assert target.read_text() == "my notes\n"
+        assert sorted(p.name for p in target.parent.iterdir()) == ["notes.txt"]
+
+
+def _nan_handler(request):  # type: ignore[no-untyped-def]
+    reply = _handler(request)
+    body = request.json or {}
+    text = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    if "capital of country 5?" in text:  # one example's reply: NaN prompt tokens
+        return Reply(body=json.dumps({
+            "model": "m", "usage": {"prompt_tokens": float("nan"), "completion_tokens": 4},
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": reply.text}}],
+        }))  # fmt: skip
+    return reply
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+def test_a_reply_with_nan_usage_is_that_examples_error_row(
+    cached_project: pytest.Pytester, workers: list[str]
+) -> None:
+    # Before: scored with 0 tokens and $0, the money under-counted in silence.
+    with FakeLLM(handler=_nan_handler) as llm:
+        result = _run(cached_project, llm, "--ctxbench-price=m=1000/1000", *workers)
+        again = _run(cached_project, llm, "--ctxbench-price=m=1000/1000", *workers)
+        assert len(llm.requests) == 31  # the bad reply was not cached: sent again
+    assert result.ret == 1, result.stdout.str()
+    for run in (result, again):
+        doc = _doc(cached_project)
+        errors = {r["example_id"]: r["error"] for r in doc["rows"] if r["error"]}
+        assert list(errors) == ["q-5"]
+        assert errors["q-5"]["type"] == "pytest_context_bench.transports.BadUsageError"
+        assert "reports usage.prompt_tokens = nan" in errors["q-5"]["message"]
+        (row,) = [r for r in doc["rows"] if r["example_id"] == "q-5"]
+        assert row["scores"] == {}
+        assert row["metadata"]["cost_usd"] is None  # unknown, never $0
+        run.stdout.fnmatch_lines(["*ERROR*q-5*BadUsageError*"])
+
+
+def test_a_cached_reply_poisoned_with_nan_usage_is_an_error_row_on_replay(
+    cached_project: pytest.Pytester,
+) -> None:
+    with FakeLLM(handler=_handler) as llm:
+        assert _run(cached_project, llm).ret == 0
+        path = cached_project.path / ".pytest_cache" / "d" / "ctxbench" / "llm-cache.sqlite3"
+        with sqlite3.connect(path) as conn:
+            rows = conn.execute("SELECT key, body FROM entries").fetchall()
+            poisoned = 0
+            for key, body in rows:
+                data = json.loads(body)
+                if data["choices"][0]["message"]["content"] != "city 7":
+                    continue
+                data["usage"]["completion_tokens"] = float("nan")
+                conn.execute("UPDATE entries SET body = ? WHERE key = ?", (json.dumps(data).encode(), key))
+                poisoned += 1
+        conn.close()
+        assert poisoned == 1
+        replay = _run(cached_project, llm, "--ctxbench-cache=replay", "--ctxbench-price=m=1/1")
+        assert len(llm.requests) == 30  # replay sends nothing
+    assert replay.ret == 1
+    doc = _doc(cached_project)
+    errors = {r["example_id"]: r["error"]["message"] for r in doc["rows"] if r["error"]}
+    assert list(errors) == ["q-7"]
+    assert "reports usage.completion_tokens = nan" in errors["q-7"]
+
+
 def test_newer_schema_cache_is_left_alone(cached_project: pytest.Pytester) -> None:
     with FakeLLM(handler=_handler) as llm:
         _run(cached_project, llm)

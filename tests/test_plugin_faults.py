@@ -281,6 +281,108 @@ def test_ctrl_c_writes_an_incomplete_report(
     assert "q-4" not in ids and {"q-1", "q-2", "q-3"} <= ids
 
 
+STUCK_PY = """
+import os
+import pathlib
+import signal
+import time
+
+class Stuck:
+    name = "stuck"
+    def process(self, example):
+        # Which SIGTERM handler this process has, and its pid, for the test.
+        handler = signal.getsignal(signal.SIGTERM)
+        if getattr(handler, "__name__", "") == "_on_sigterm":
+            handler = "ours"
+        elif handler == signal.SIG_DFL:
+            handler = "default"
+        pathlib.Path("marks", "started-" + example["id"]).write_text(
+            f"{os.getpid()} {handler!r}"
+        )
+        while True:
+            time.sleep(0.05)
+
+stuck = Stuck()
+"""
+
+
+def _gone(pid: int) -> bool:
+    import os
+
+    for _ in range(200):  # a hang guard, not a timing: 10 s at most
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+def test_a_signal_before_the_first_example_finishes_writes_the_report(
+    project: pytest.Pytester, workers: list[str], sig: str
+) -> None:
+    # Before: SIGINT before the first row wrote no report and no summary; SIGTERM
+    # (a cancelled CI job) wrote nothing at all; under -n 2 the report said "0 of 0"
+    # and the workers were given 10 s to end.
+    project.makepyfile(stuck=STUCK_PY)
+    (project.path / "marks").mkdir()
+    proc = subprocess.Popen(
+        [
+            sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+            "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=stuck:stuck",
+            "--ctxbench-min-pass-rate=0.99", "--ctxbench-json=out.json", *workers,
+        ],
+        cwd=project.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        # A background job of a non-interactive shell ignores SIGINT: restore it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    )  # fmt: skip
+    marks = project.path / "marks"
+    try:
+        deadline = time.monotonic() + 120  # a hang guard
+        while not any(marks.iterdir()):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.2)  # the marker is written whole
+        proc.send_signal(getattr(signal, sig))  # the controller only, as `kill` does
+        out, _ = proc.communicate(timeout=60)  # a hang guard, not a timing
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = out.decode()
+    assert proc.returncode == 2, text
+    assert "ctxbench summary" in text
+    stop = "SIGTERM" if sig == "SIGTERM" else "KeyboardInterrupt"
+    assert (
+        f"gates skipped: 0 of 6 examples ran; the run was interrupted ({stop})" in text
+    ), text
+    doc = read_json(project.path / "out.json")
+    jsonschema.validate(doc, load_schema())
+    assert doc["rows"] == []
+    assert doc["complete"] is False and doc["gates_enforced"] is False
+    c = doc["completeness"]
+    assert (c["interrupted"], c["planned"], c["selected"], c["ran"]) == (True, 6, 6, 0)
+    assert c["suites"]["stuck"]["expected"] == 6
+    started = [m.read_text().split() for m in marks.iterdir()]
+    # SIGTERM is handled by the process that writes the report, never by a worker.
+    handlers = {h for _, h in started}
+    assert handlers == ({"'ours'"} if not workers else {"'default'"}), handlers
+    # Nothing is left running: the workers busy in a System call were ended.
+    assert all(_gone(int(pid)) for pid, _ in started)
+
+
+def test_the_sigterm_handler_is_restored_after_an_in_process_run(
+    project: pytest.Pytester,
+) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo")
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_pytest_timeout_makes_an_error_row(
     project: pytest.Pytester, mode_args: list[str]
 ) -> None:

@@ -3,7 +3,9 @@
 The cache file is ``<dir>/llm-cache.sqlite3``; ``--dir`` defaults to
 ``.pytest_cache/d/ctxbench`` under the current directory (where a pytest run from the
 project root puts it, unless ``--ctxbench-cache-dir`` or pytest's ``cache_dir`` says
-otherwise).
+otherwise). ``clear`` on a file whose entries cannot be read (damaged, another
+program's, a newer schema) deletes the file; a symbolic link is refused, never
+followed.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..cache import CACHE_FILE, CacheFileError, CacheStore, parse_age
+from ..cache import CACHE_FILE, CacheFileError, CacheLinkError, CacheStore, parse_age
 
 __all__ = ["add_parser", "run"]
 
@@ -62,6 +64,36 @@ def _when(ts: float | None) -> str:
     )
 
 
+def _message(exc: CacheFileError) -> str:
+    return f"ctxbench cache: {exc}".replace(
+        "; the run goes on without the cache.", "."
+    )
+
+
+def _clear_unreadable(
+    store: CacheStore, directory: Path, older_than: float | None, exc: CacheFileError
+) -> int:
+    """``clear`` of a cache file whose entries cannot be read: delete the file (all
+    of it: nothing in it can be kept), or refuse ``--older-than``."""
+    reason = str(exc).split("; the run goes on", 1)[0]
+    if older_than is not None:
+        print(
+            f"ctxbench cache: {reason}; its entries cannot be told apart by age. Run"
+            f" `ctxbench cache clear --dir {directory}` (without --older-than) to"
+            " delete the whole file.",
+            file=sys.stderr,
+        )
+        return 4
+    try:
+        removed = store.remove()
+    except CacheFileError as err:
+        print(_message(err), file=sys.stderr)
+        return 4
+    what = reason.replace(f"the LLM cache {store.path} ", "", 1)
+    print(f"deleted {', '.join(str(p) for p in removed)}: the file {what}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     directory: Path = args.dir
     if directory.exists() and not directory.is_dir():
@@ -71,7 +103,12 @@ def run(args: argparse.Namespace) -> int:
     store = CacheStore(path)
     try:
         if args.action == "clear":
-            deleted = store.clear(args.older_than)
+            try:
+                deleted = store.clear(args.older_than)
+            except CacheLinkError:
+                raise
+            except CacheFileError as exc:
+                return _clear_unreadable(store, directory, args.older_than, exc)
             what = "" if args.older_than is None else " older than the given age"
             print(
                 f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}{what} from {path}"
@@ -79,12 +116,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         info = store.info()
     except CacheFileError as exc:
-        print(
-            f"ctxbench cache: {exc}".replace(
-                "; the run goes on without the cache.", "."
-            ),
-            file=sys.stderr,
-        )
+        print(_message(exc), file=sys.stderr)
         return 4
     finally:
         store.close()

@@ -1449,10 +1449,12 @@ class MathEquivalence:
     works from any thread (no signals). Starting the worker, which imports SymPy,
     is not counted in the timeout.
 
-    No gold (no ``"answer"``, ``None``, blank, or an empty list) gives ``{}``: the
-    example cannot be judged. A missing or ``None`` response scores as empty text
-    (0.0); ``bytes`` are decoded as UTF-8; any other non-string response is
-    scored as ``str(response)``. Non-string golds are read the same way.
+    No gold (no ``"answer"``, ``None``, or an empty list) gives ``{}``: the example
+    cannot be judged. A blank gold (``""``, whitespace, or a list of blanks) scores
+    0.0 whatever the response, as math-verify does. A missing or ``None`` response
+    scores as empty text (0.0); ``bytes`` are decoded as UTF-8; any other
+    non-string response is scored as ``str(response)``. Non-string golds are read
+    the same way.
 
     :param timeout: seconds allowed for one symbolic comparison (> 0).
 
@@ -1476,9 +1478,12 @@ class MathEquivalence:
 
         :param original: the example; its ``"answer"`` is the gold.
         :param processed: what the System returned; its ``"response"`` is judged.
-        :return: ``{"math_equiv": 1.0 or 0.0}``, or ``{}`` when there is no gold.
+        :return: ``{"math_equiv": 1.0 or 0.0}`` (0.0 for a blank gold), or ``{}``
+            when there is no gold.
         """
         raw = original.get("answer")
+        if raw is None or (isinstance(raw, (list, tuple)) and not raw):
+            return {}
         golds = (
             [_as_text(g) for g in raw]
             if isinstance(raw, (list, tuple))
@@ -1486,7 +1491,9 @@ class MathEquivalence:
         )
         golds = [g for g in golds if g.strip()]
         if not golds:
-            return {}
+            # A gold that is there but blank: no answer equals it (math-verify
+            # scores it 0 too); an example cannot pass on a missing answer key.
+            return {"math_equiv": 0.0}
         response = _as_text(processed.get("response"))
         if not response.strip():
             return {"math_equiv": 0.0}

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -91,6 +93,11 @@ class State:
     sandbox: dict[str, Any] | None = None
     #: whether an enclosing run reported unattributed LLM usage (calls.py)
     reports_before: bool = False
+    #: the SIGTERM handler before ours (while ours is installed), see _on_sigterm
+    sigterm_previous: Any = None
+    sigterm_installed: bool = False
+    #: this worker's manifest has gone to the controller (on a setup report)
+    manifest_sent: bool = False
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -285,6 +292,9 @@ def pytest_configure(config: pytest.Config) -> None:
             state.controller.expect(_suite_wire(state.cli_spec, state))
         state.controller.llm_cache = state.llm_cache
         state.controller.sandbox_info = state.sandbox_isolation
+        # Under xdist a run of marked tests only is known to have examples from
+        # the first report that reaches the controller.
+        state.controller.on_first_payload = lambda: _handle_sigterm(state)
         config.pluginmanager.register(state.controller, "ctxbench-controller")
 
 
@@ -775,7 +785,8 @@ def _suite_wire(spec: SuiteSpec, state: State) -> dict[str, Any]:
 
 
 def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
-    """Send the suite's gates on the setup report of its first item in this process.
+    """Send the suite's gates on the setup report of its first item in this process
+    (and, in an xdist worker, the manifest on its first setup report).
 
     The call report normally carries them; but an example whose worker crashes
     mid-call has no call report, and a suite whose every example crashed must still
@@ -790,12 +801,21 @@ def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
     case = callspec.params.get("ctxbench_case")
     if isinstance(case, CliCase):
         ref = case.ref
-    if not isinstance(ref, ExampleRef) or ref.spec.origin in state.sent_origins:
+    if not isinstance(ref, ExampleRef):
         return
-    if not any(v is not None for v in ref.spec.limits.values()):
-        return
-    state.sent_origins.add(ref.spec.origin)
-    setattr(report, REPORT_ATTR, {"v": WIRE_VERSION, "suite": _suite_wire(ref.spec, state)})
+    payload: dict[str, Any] = {"v": WIRE_VERSION}
+    if not state.manifest_sent and state.manifest is not None and is_worker(item.config):
+        # The worker's manifest, at once rather than only when it finishes: a run
+        # interrupted (Ctrl-C, SIGTERM) still reports what was planned.
+        state.manifest_sent = True
+        payload["manifest"] = state.manifest
+    if ref.spec.origin not in state.sent_origins and any(
+        v is not None for v in ref.spec.limits.values()
+    ):
+        state.sent_origins.add(ref.spec.origin)
+        payload["suite"] = _suite_wire(ref.spec, state)
+    if len(payload) > 1:
+        setattr(report, REPORT_ATTR, payload)
 
 
 def _add_properties(
@@ -846,27 +866,88 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return make_scheduler(config, log, ahead=2 * -(-total // workers))
 
 
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM (what a CI runner sends when a job is cancelled, before SIGKILL) ends
+    the run as Ctrl-C does: the report is written, marked interrupted."""
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def _handle_sigterm(state: State) -> None:
+    """Install :func:`_on_sigterm` in the controller (or the only process), once.
+
+    Only in the main thread of the process that gathers the rows (never in an xdist
+    worker: the controller writes the report, and a worker's SIGTERM should end it
+    as it always did); the previous handler is put back at the end of the run loop.
+    """
+    if state.sigterm_installed or state.controller is None:
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):  # pragma: no cover - an unusual embedding
+        return
+    state.sigterm_previous = signal.SIG_DFL if previous is None else previous
+    state.sigterm_installed = True
+
+
+def _restore_sigterm(state: State) -> None:
+    if not state.sigterm_installed:
+        return
+    state.sigterm_installed = False
+    if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+        signal.signal(signal.SIGTERM, state.sigterm_previous)
+    state.sigterm_previous = None
+
+
+def _shorten_xdist_teardown(session: pytest.Session) -> None:
+    """After Ctrl-C or SIGTERM under xdist: give the workers 0.5 s to end before they
+    are killed, instead of xdist's 10 s (a worker busy in a System call does not
+    answer; the report is already written by then)."""
+    dsession = session.config.pluginmanager.getplugin("dsession")
+    manager = getattr(dsession, "nodemanager", None)
+    if manager is not None and getattr(manager, "EXIT_TIMEOUT", 0) > 0.5:
+        manager.EXIT_TIMEOUT = 0.5
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
     stop: str | None = None
     interrupted = False
+    state = session.config.stash.get(STATE_KEY, None)
+    if state is not None and state.controller is not None and (
+        state.cli_spec is not None
+        or any(item.get_closest_marker(MARKER) for item in session.items)
+    ):
+        # Under xdist a marked-tests-only run is known from its first report.
+        _handle_sigterm(state)
     try:
         return (yield)
     except BaseException as exc:
-        # Ctrl-C (KeyboardInterrupt), pytest.exit(), or xdist's own Interrupted
-        # for -x ("stopping after N failures"): the report is still written, marked
-        # incomplete, and the gates are not applied.
+        # Ctrl-C or SIGTERM (KeyboardInterrupt), pytest.exit(), or xdist's own
+        # Interrupted for -x ("stopping after N failures"): the report is still
+        # written, marked incomplete, and the gates are not applied.
         stop = str(exc) or type(exc).__name__
         interrupted = isinstance(exc, KeyboardInterrupt)
+        if interrupted and not _xdist_stop(exc):
+            _shorten_xdist_teardown(session)
         raise
     finally:
-        state = session.config.stash.get(STATE_KEY, None)
         if state is not None and state.calls is not None:
             # -x: nothing started ahead keeps running. Ctrl-C: no wait for the sync
             # calls in flight (daemon threads), the user asked to stop now.
             state.calls.close(wait=0.0 if interrupted else None)
-        if state is not None and state.controller is not None:
-            state.controller.finish(session, stop)
+        try:
+            if state is not None and state.controller is not None:
+                state.controller.finish(session, stop)
+        finally:
+            if state is not None:
+                _restore_sigterm(state)
+
+
+def _xdist_stop(exc: BaseException) -> bool:
+    """xdist's ``Interrupted`` for ``-x`` (a KeyboardInterrupt subclass)."""
+    return str(exc).startswith("stopping after")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -85,9 +85,12 @@ def activate(
         broken = getattr(config, "workerinput", {}).get(BROKEN_KEY)
         if broken:
             cache.broken = str(broken)
-    elif cache.mode != "off" and cache.path.exists():
+    elif cache.mode != "off":
         try:
-            cache.store.info()
+            # A link (even a dangling one) is refused before SQLite could follow it.
+            cache.store.check_links()
+            if cache.path.exists():
+                cache.store.info()
         except CacheFileError as exc:
             if cache.mode == "replay":
                 raise pytest.UsageError(

@@ -21,23 +21,33 @@ from ..engine import (
 )
 from ..inputs import check_unique_names
 from ..memory import Conversation, ask_question, ingest_conversation
-from ..errors import CtxBenchError
+from ..errors import CtxBenchError, ExampleDataError
 from ..importing import check_memory_system, check_system
+from ..report.rows import row_status as _status
 from ..results import EvalRow
 from .collection import ExampleRef
 
 __all__ = ["Recorder", "row_status"]
 
 
+def _reraise(raised: BaseException, row: EvalRow | None) -> None:
+    """Re-raise what a System or evaluator raised, for pytest to show. Bad data in
+    the example itself (:class:`~pytest_context_bench.errors.ExampleDataError`)
+    is one line naming the example, not a traceback into the evaluator."""
+    if isinstance(raised, ExampleDataError) and row is not None:
+        where = f"{row.dataset}/{row.example_id}" if row.dataset else row.example_id
+        pytest.fail(f"example {where} cannot be scored: {raised}", pytrace=False)
+    # Set only here: a frame whose every entry is hidden makes pytest add a note to
+    # the one-line failure above.
+    __tracebackhide__ = True
+    raise raised
+
+
 def row_status(row: EvalRow, threshold: float) -> str:
-    """``error``, ``unscored`` (primary score absent), ``below`` or ``pass``."""
-    if row.error is not None:
-        return "error"
-    field = row.metadata.get("score_field") or "f1"
-    score = row.scores.get(field)
-    if score is None:
-        return "unscored"
-    return "pass" if score >= threshold else "below"
+    """``error``, ``unscored`` (primary score absent), ``below`` or ``pass``: the
+    one rule, :func:`pytest_context_bench.report.rows.row_status`, that a report's
+    reader checks again."""
+    return _status(row.error, row.scores, row.metadata.get("score_field"), threshold)
 
 
 class Recorder:
@@ -145,12 +155,12 @@ class Recorder:
                 tokenizer=self._tokenizer,
             )
         if scope is not None:
-            attach_usage(row, scope)
+            raised = raised or attach_usage(row, scope)
             scope.usage.clear()  # a second ctxbench_record call starts afresh
             scope.system_calls = None
         self._add(row, self._sys_pos(system, 0), io)
         if raised is not None:
-            raise raised
+            _reraise(raised, row)
         return row
 
     def run(self, system: Any, ahead: SystemCall | None = None) -> list[EvalRow]:
@@ -182,6 +192,7 @@ class Recorder:
         except CtxBenchError as exc:
             pytest.fail(str(exc), pytrace=False)
         first: BaseException | None = None
+        first_row: EvalRow | None = None
         out = []
         for i, s in enumerate(systems):
             call = ahead if ahead is not None and len(systems) == 1 else None
@@ -201,9 +212,10 @@ class Recorder:
                 )
             self._add(row, self._sys_pos(s, i), io)
             out.append(row)
-            first = first or raised
+            if first is None and raised is not None:
+                first, first_row = raised, row
         if first is not None:
-            raise first
+            _reraise(first, first_row)
         return out
 
     def _run_memory(self, systems: list[Any]) -> list[EvalRow]:
@@ -220,6 +232,7 @@ class Recorder:
             self.ref, self._original, self.score_field, self._tokenizer
         )
         first: BaseException | None = None
+        first_row: EvalRow | None = None
         out = []
         for i, s in enumerate(systems):
             failure, ingest_latency, usage = memory.ingested(
@@ -239,9 +252,10 @@ class Recorder:
                 )
             self._add(row, self._sys_pos(s, i), io)
             out.append(row)
-            first = first or raised
+            if first is None and raised is not None:
+                first, first_row = raised, row
         if first is not None:
-            raise first
+            _reraise(first, first_row)
         return out
 
 

@@ -77,6 +77,8 @@ class Controller:
         self._failed: list[tuple[str, bool, str]] = []
         #: the examples collected (see manifest.py); from this process or the workers
         self.manifest: dict[str, Any] = {}
+        #: called once, when the first ctxbench report arrives (or None)
+        self.on_first_payload: Callable[[], None] | None = None
         self._reported: set[str] = set()
         self._skipped: set[str] = set()
         #: why the gates were not applied (partial or interrupted run), or None
@@ -165,6 +167,14 @@ class Controller:
         if is_verdict(report.nodeid):
             return  # our own verdicts, logged by finish()
         payload = read_payload(report)
+        if payload is not None and self.on_first_payload is not None:
+            first, self.on_first_payload = self.on_first_payload, None
+            first()
+        manifest = payload.pop("manifest", None) if payload is not None else None
+        if isinstance(manifest, dict):
+            # A worker's manifest, sent with its first setup report so that an
+            # interrupted run still knows what was planned (plugin/manifest.py).
+            self.add_manifest(manifest)
         if payload is None:
             # Maybe a ctxbench item that failed before it could record (setup error,
             # a crashed xdist worker, whose report carries no keywords): decided in
@@ -273,7 +283,12 @@ class Controller:
             # is a choice, not a benchmark that measured nothing.
             return
         self._check_selection(session)
-        if not self.records and not self.lost and not self._gates_configured():
+        if (
+            not self.records
+            and not self.lost
+            and not self._gates_configured()
+            and not interrupted
+        ):
             return
         lost = self.lost + [d["nodeid"] for d in self._lost_rows]
         self.report = build_run_report(self.records, self.infos, lost)

@@ -106,7 +106,8 @@ def load_report(
     version, valid against ``report.schema.json``, and its rows must keep the
     invariants of :func:`pytest_context_bench.report.rows.row_problem` (each row's
     suite listed in ``suites``, non-empty string ids, finite scores, no duplicated
-    row).
+    row) and :func:`~pytest_context_bench.report.rows.status_problem` (each row's
+    status is the one its error, scores and its suite's threshold give).
 
     :param path: the file.
     :param role: what the file is to the caller, first in every message (``shard``).
@@ -117,7 +118,7 @@ def load_report(
     from jsonschema.exceptions import best_match
 
     from ..baseline import BASELINE_KIND
-    from .rows import row_problem
+    from .rows import row_problem, status_problem
 
     p = Path(path)
 
@@ -180,10 +181,13 @@ def load_report(
             f"is not a valid pytest-context-bench report ({at or 'the document'}:"
             f" {message})"
         )
-    suites = {str(s["label"]) for s in doc["suites"]}
+    by_label = {str(s["label"]): s for s in doc["suites"]}
+    suites = set(by_label)
     seen: dict[tuple[Any, ...], int] = {}
     for i, row in enumerate(doc["rows"]):
-        problem = row_problem(row, suites, seen, i)
+        problem = row_problem(row, suites, seen, i) or status_problem(
+            row, by_label[row["suite"]]
+        )
         if problem is not None:
             raise bad(f"rows[{i}] {problem}")
     return doc

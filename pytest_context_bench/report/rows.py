@@ -5,7 +5,53 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["row_problem"]
+__all__ = ["row_problem", "row_status", "status_problem"]
+
+
+def row_status(
+    error: Any, scores: dict[str, Any], score_field: str | None, threshold: float
+) -> str:
+    """A row's status, decided by its error, its scores and the threshold alone:
+    ``error`` (an error is set), ``unscored`` (the primary score ``score_field``,
+    ``f1`` when ``None``, is absent), ``below`` (under ``threshold``) or ``pass``.
+    ``--ctxbench-strict`` and repeated trials do not change it (strict changes the
+    pytest outcome; each trial is a row of its own)."""
+    if error is not None:
+        return "error"
+    score = scores.get(score_field or "f1")
+    if score is None:
+        return "unscored"
+    return "pass" if score >= threshold else "below"
+
+
+def status_problem(raw: dict[str, Any], suite: dict[str, Any]) -> str | None:
+    """What contradicts the status of a row (already checked by :func:`row_problem`)
+    in its ``suite`` entry (``None``: nothing): the status must be the one its error,
+    its primary score (the suite's ``score_field``, else the row's own, as the
+    metrics read it) and the suite's threshold give. A report whose scores were edited (turning a
+    failing gate into a pass) fails here, as ``"(suite 's', example_id 'x') ..."``.
+    """
+    metadata = raw.get("metadata") or {}
+    # The field the metrics read: the suite's, else the row's own.
+    field = suite.get("score_field") or metadata.get("score_field")
+    status = raw.get("status")
+    threshold = float(suite["threshold"])
+    expected = row_status(raw.get("error"), raw["scores"], field, threshold)
+    if status != expected:
+        name = field or "f1"
+        score = raw["scores"].get(name)
+        why = (
+            "its error is set"
+            if expected == "error"
+            else f"it has no {name!r} score"
+            if expected == "unscored"
+            else f"{name} = {score!r} against the threshold {threshold:g}"
+        )
+        return (
+            f"({_row_name(raw)}) has status {status!r}, but {why} makes it"
+            f" {expected!r} (were its scores edited?)"
+        )
+    return None
 
 
 def _row_name(raw: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...errors import ExampleDataError
 from ._instructions import Check, InstructionError, build_check
 
 __all__ = ["IFEvalChecker", "loose_variants"]
@@ -45,7 +46,7 @@ def _response_text(processed: dict[str, Any]) -> str:
 def _checks(original: dict[str, Any], ids: object) -> list[Check]:
     # A malformed example is bad data, a ValueError like malformed kwargs.
     if isinstance(ids, str) or not isinstance(ids, Sequence):
-        raise ValueError(  # noqa: TRY004
+        raise ExampleDataError(
             "IFEval: 'instruction_id_list' must be a list of instruction ids,"
             f" got {type(ids).__name__}."
         )
@@ -53,12 +54,12 @@ def _checks(original: dict[str, Any], ids: object) -> list[Check]:
     if raw_kwargs is None:
         raw_kwargs = []
     if isinstance(raw_kwargs, (str, dict)) or not isinstance(raw_kwargs, Sequence):
-        raise ValueError(  # noqa: TRY004
+        raise ExampleDataError(
             "IFEval: 'kwargs' must be a list with one dict per instruction,"
             f" got {type(raw_kwargs).__name__}."
         )
     if len(raw_kwargs) > len(ids):
-        raise ValueError(
+        raise ExampleDataError(
             f"IFEval: 'kwargs' has {len(raw_kwargs)} entries for {len(ids)}"
             " instructions; they must line up one to one."
         )

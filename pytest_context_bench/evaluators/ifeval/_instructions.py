@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from ...errors import ExampleDataError
 from ._text import (
     count_capital_words,
     count_sentences,
@@ -81,8 +82,10 @@ CONSTRAINED_RESPONSE_OPTIONS = (
 )
 
 
-class InstructionError(ValueError):
-    """An instruction id is unknown, or its keyword arguments are malformed.
+class InstructionError(ExampleDataError):
+    """An instruction id is unknown, or its keyword arguments are malformed (a
+    ``ValueError``, and an :class:`~pytest_context_bench.errors.ExampleDataError`:
+    the example's error row, one line in a pytest run).
 
     :param message: a full sentence naming the instruction and the argument.
     :param instruction_id: the instruction concerned.
