@@ -29,7 +29,6 @@ import email.utils
 import json
 import logging
 import math
-import os
 import random
 import re
 import threading

@@ -42,7 +42,6 @@ from __future__ import annotations
 import gzip
 import importlib
 import importlib.util
-import json
 import os
 from collections.abc import Callable
 from typing import Any, Final
@@ -50,7 +49,7 @@ from typing import Any, Final
 from .._files import not_regular
 from ..errors import DatasetError
 from .._json import strict_loads
-from .families import DatasetBase, MemoryDataset
+from .families import MemoryDataset
 from .catalog.base import HubSource
 from .catalog.sources import DATA_DIR_ENV, data_dir, hub_records
 from .memory import register as register_memory

@@ -45,7 +45,6 @@ Reading ``locomo10.json``:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Iterable, Mapping
