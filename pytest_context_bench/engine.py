@@ -26,7 +26,7 @@ from .errors import ConfigError, error_record as _error
 from .inputs import check_unique_names, load_examples as _examples
 from .inputs import prepare_run, primary_score_field as _primary_for
 from .outcome import EvalResult
-from .results import EvalRow
+from .results import EvalRow, is_token_count
 from .calls import CallScope, call_scope, record_io, serving
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
@@ -42,10 +42,6 @@ __all__ = [
 ]
 
 
-#: Above this a float cannot hold every whole number: no token count is that large.
-_MAX_TOKENS = 2**53
-
-
 def _usage_int(usage: dict[str, Any], key: str, system: str) -> int | None:
     """A token count of the System's ``api_usage``; None when the key is absent.
 
@@ -56,13 +52,7 @@ def _usage_int(usage: dict[str, Any], key: str, system: str) -> int | None:
     value = usage.get(key)
     if value is None:
         return None
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
-        try:
-            ok = 0 <= value <= _MAX_TOKENS and value == int(value)
-        except (OverflowError, ValueError):  # inf, nan
-            ok = False
-    if not ok:
+    if not is_token_count(value):
         raise ValueError(
             f"System {system!r} returned api_usage[{key!r}] = {value!r}; a token"
             " count must be a whole number >= 0 (or leave the key out)."

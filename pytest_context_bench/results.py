@@ -20,6 +20,7 @@ __all__ = [
     "float_map",
     "rows_by_system",
     "ROW_FIELDS",
+    "is_token_count",
 ]
 
 #: The keys of ``EvalRow.to_dict()``, in order.
@@ -152,3 +153,20 @@ def rows_by_system(rows: Iterable[EvalRow]) -> dict[str, list[EvalRow]]:
     for r in rows:
         out.setdefault(r.system, []).append(r)
     return out
+
+
+#: Above this a float cannot hold every whole number: no token count is that large.
+MAX_TOKENS = 2**53
+
+
+def is_token_count(value: Any) -> bool:
+    """True for a whole number in ``[0, 2**53]`` (an ``int``, or a ``float`` such as
+    ``12.0``); False for NaN, infinities, negatives, fractions, strings, booleans.
+    One rule for the token counts a System reports (``api_usage``) and those an
+    LLM reply reports (``usage``)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return 0 <= value <= MAX_TOKENS and value == int(value)
+    except (OverflowError, ValueError):  # inf, nan
+        return False

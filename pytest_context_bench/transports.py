@@ -60,6 +60,7 @@ from .calls import (
     record_unattributed,
     run_reports_unattributed,
 )
+from .results import is_token_count
 from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
 
 __all__ = [
@@ -118,10 +119,6 @@ class UnknownCaller(CacheMiss):
         )
 
 
-#: Above this a float cannot hold every whole number: no token count is that large.
-_MAX_TOKENS = 2**53
-
-
 class BadUsageError(ValueError):
     """An LLM reply reports a token count that is not a whole number >= 0 (NaN,
     an infinity, a negative, a fraction, a string...): its tokens and money cannot
@@ -134,13 +131,7 @@ def _count(value: Any, where: str, model: str) -> int:
     """A reported token count; ``None`` (or absent) is 0."""
     if value is None:
         return 0
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if ok:
-        try:
-            ok = 0 <= value <= _MAX_TOKENS and value == int(value)
-        except (OverflowError, ValueError):  # inf, nan
-            ok = False
-    if not ok:
+    if not is_token_count(value):
         shown = f" (model {model})" if model else ""
         raise BadUsageError(
             f"the LLM reply{shown} reports {where} = {value!r:.60}; a token count must"

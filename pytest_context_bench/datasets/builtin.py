@@ -83,22 +83,11 @@ def _read_jsonl(path: str) -> list[dict[str, Any]]:
     problem = not_regular(path)
     if problem is not None:
         raise DatasetError(problem + ".", path=path)
-    from .local import max_line_bytes
+    from .local import capped_lines
 
-    cap = max_line_bytes()
     try:
         with opener(path, "rb") as f:
-            number = 0
-            # No line is read past the cap (--ctxbench-max-line-bytes).
-            while raw := f.readline(cap + 1):
-                number += 1
-                if len(raw) > cap and not raw.endswith(b"\n"):
-                    raise DatasetError(
-                        f"the line is longer than {cap:,} bytes, the cap on one line"
-                        " (--ctxbench-max-line-bytes); raise it or fix the file.",
-                        path=path,
-                        line=number,
-                    )
+            for number, raw in capped_lines(f, path):
                 line = raw.decode("utf-8")
                 if not line.strip():
                     continue

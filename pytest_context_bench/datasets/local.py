@@ -94,6 +94,24 @@ def max_line_bytes() -> int:
         )
     return value
 
+def capped_lines(f: Any, path: str) -> Iterator[tuple[int, bytes]]:
+    """``(line number, raw line)`` of a file opened in binary mode, none read past
+    :func:`max_line_bytes` (``--ctxbench-max-line-bytes``): a longer line is a
+    :class:`DatasetError` naming ``path`` and the line, so memory stays bounded."""
+    cap = max_line_bytes()
+    number = 0
+    while raw := f.readline(cap + 1):
+        number += 1
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            raise DatasetError(
+                f"the line is longer than {cap:,} bytes, the cap on one line"
+                " (--ctxbench-max-line-bytes); raise it or fix the file.",
+                path=path,
+                line=number,
+            )
+        yield number, raw
+
+
 #: The file extensions :func:`load_local` reads.
 SUPPORTED_SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".json", ".csv", ".parquet")
 

@@ -181,22 +181,11 @@ class _JsonlTable(_Table):
         self._lines = array("q")
         digest = hashlib.sha256()
         offset = 0
-        from ..local import max_line_bytes
+        from ..local import capped_lines
 
-        cap = max_line_bytes()
         try:
             with open(path, "rb") as f:
-                number = 0
-                while line := f.readline(cap + 1):
-                    number += 1
-                    if len(line) > cap and not line.endswith(b"\n"):
-                        raise DatasetError(
-                            f"the line is longer than {cap:,} bytes, the cap on one"
-                            " line (--ctxbench-max-line-bytes); raise it or fix the"
-                            " file.",
-                            path=path,
-                            line=number,
-                        )
+                for number, line in capped_lines(f, path):
                     digest.update(line)
                     if line.strip():
                         self._offsets.append(offset)
