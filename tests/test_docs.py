@@ -81,6 +81,9 @@ _FILE = re.compile(
 )
 
 
+_SANDBOX = re.compile(r"^ctxbench: code sandbox: .*")
+
+
 def normalise(output: str) -> list[str]:
     """Text without what changes from run to run or machine to machine: pytest's
     header lines (paths, versions), directories, commits, durations, column widths
@@ -89,6 +92,8 @@ def normalise(output: str) -> list[str]:
     for line in output.strip().splitlines():
         if line.startswith(_HEADER) or _PROGRESS.match(line.strip()):
             continue
+        # The sandbox's isolation level depends on the machine (docs/guarantees.md).
+        line = _SANDBOX.sub("ctxbench: code sandbox: <level>", line)
         line = _COMMIT.sub("(commit <c>)", line)
         line = _DURATION.sub("<t>", line)
         line = _DIRECTORY.sub("<dir>/", line)
