@@ -18,6 +18,7 @@ duplicated shard; an example present in two shards; an interrupted or partial sh
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from .errors import ConfigError
 from .report.run import Record, RunReport, SuiteInfo, build_run_report
 from .results import ROW_FIELDS, EvalRow
 
-__all__ = ["MergedRun", "Shard", "load_shard", "merge_shards"]
+__all__ = ["MergedRun", "Shard", "load_shard", "merge_llm", "merge_shards"]
 
 # Options that may differ between the shards of one run.
 _PER_SHARD_OPTIONS = ("shard",)
@@ -325,4 +326,88 @@ def _merge_completeness(shards: Sequence[Shard]) -> dict[str, Any]:
             for key in ("expected", "received", "not_run", "skipped"):
                 into[key] += int(counts.get(key, 0))
             into["lost"] += list(counts.get("lost", []))
+    return out
+
+
+def _money(value: Any) -> float:
+    """A dollar figure of a shard's ``llm`` section; unknown (``None``, ``"nan"``)
+    is NaN, so that a sum with an unknown part stays unknown, never too low."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return math.nan
+
+
+def _union(sections: Sequence[Mapping[str, Any]], key: str) -> list[str]:
+    return list(dict.fromkeys(str(m) for sec in sections for m in sec.get(key) or ()))
+
+
+def merge_llm(shards: Sequence[Shard]) -> dict[str, Any] | None:
+    """The shards' ``llm`` sections as one run's: cache hits and misses, calls sent,
+    tokens, money and the usage of requests no row owns (``unattributed``) summed;
+    models listed once. ``None`` when no shard measured an LLM call.
+
+    The rows carry their own usage and money; what only this section holds (the
+    calls whose example was unknown, the replay misses) would be lost otherwise.
+    """
+    sections = [s.doc["llm"] for s in shards if isinstance(s.doc.get("llm"), dict)]
+    if not sections:
+        return None
+
+    def total(get: Any) -> int:
+        return sum(int(get(sec) or 0) for sec in sections)
+
+    caches = [sec.get("cache") or {} for sec in sections]
+    out: dict[str, Any] = {
+        "cache": {
+            "mode": caches[0].get("mode"),
+            "path": caches[0].get("path"),
+            "unusable": next(
+                (c["unusable"] for c in caches if c.get("unusable")), None
+            ),
+            **{
+                k: sum(int(c.get(k) or 0) for c in caches)
+                for k in ("hits", "misses", "replay_misses")
+            },
+        },
+        "calls_sent": total(lambda sec: sec.get("calls_sent")),
+        "tokens": {
+            k: total(lambda sec, k=k: (sec.get("tokens") or {}).get(k))
+            for k in ("prompt_tokens", "completion_tokens", "cached_tokens")
+        },
+        "saved_tokens": total(lambda sec: sec.get("saved_tokens")),
+        "models": _union(sections, "models"),
+    }
+    loose = [
+        sec["unattributed"]
+        for sec in sections
+        if isinstance(sec.get("unattributed"), dict)
+    ]
+    if loose:
+        merged: dict[str, Any] = {
+            k: sum(int(u.get(k) or 0) for u in loose)
+            for k in ("calls", "cache_hits", "prompt_tokens", "completion_tokens",
+                      "cached_tokens", "saved_tokens")
+        }
+        merged["models"] = _union(loose, "models")
+        for key in ("cost_usd", "saved_usd"):
+            if any(key in u for u in loose):
+                value = sum(_money(u.get(key)) for u in loose)
+                merged[key] = None if math.isnan(value) else value
+        for key in ("unpriced_models", "bad_usage"):
+            if any(key in u for u in loose):
+                merged[key] = [x for u in loose for x in u.get(key) or ()]
+        out["unattributed"] = merged
+    moneys = [sec["money"] for sec in sections if isinstance(sec.get("money"), dict)]
+    if moneys:
+        out["money"] = {
+            key: sum(_money(m.get(key)) for m in moneys)
+            for key in ("cost_usd", "judge_cost_usd", "total_cost_usd", "saved_usd")
+        }
+        out["money"]["unpriced_models"] = _union(moneys, "unpriced_models")
+        unused = [set(m.get("prices_unused") or ()) for m in moneys]
+        out["money"]["prices_unused"] = [
+            m
+            for m in moneys[0].get("prices_unused") or ()
+            if all(m in u for u in unused)
+        ]
     return out

@@ -365,6 +365,9 @@ def normal(doc: dict[str, Any], *, trials: bool = False) -> dict[str, Any]:
         "gates": [(g["suite"], g["gate"], g["value"], g["passed"]) for g in doc["gates"]],
         "gates_enforced": doc["gates_enforced"],
         "lost": doc["lost"],
+        # Every reply's tokens, replayed or sent, owned by a row or by the run
+        # (a thread's call under concurrency): none lost, none counted twice.
+        "llm_tokens": (doc.get("llm") or {}).get("tokens"),
     }
 
 
@@ -383,6 +386,8 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
         assert sorted(got) == sorted(["pass"] * passes + ["below"] * (trials - passes)), (
             suite, example_id, got,
         )
+    # Every reply's usage was measured (the proxy, httpx and threads Systems alike).
+    assert doc["llm"]["tokens"]["prompt_tokens"] > 0, doc.get("llm")
     # Each suite (one per System and origin), and nothing else, has its two gates:
     # one met, one breached.
     verdicts: dict[str, dict[str, bool]] = {}

@@ -207,7 +207,8 @@ def _run(args: argparse.Namespace) -> int:
     from .. import __version__
     from .._files import atomic_write_text
     from ..baseline import load_baseline, parse_tolerance, write_baseline
-    from ..merge import load_shard, merge_shards
+    from ..merge import load_shard, merge_llm, merge_shards
+    from ..results import json_safe
     from ..report import render_lines, to_json_dict, write_json
     from ..verdict import comparison_doc, comparison_lines, judge
 
@@ -238,6 +239,9 @@ def _run(args: argparse.Namespace) -> int:
     doc = to_json_dict(
         report, run=merged.run, gates_enforced=enforced, version=merged.version
     )
+    llm = merge_llm(shards)
+    if llm is not None:
+        doc["llm"] = json_safe(llm)
     comparison = comparison_doc(verdict)
     if comparison is not None:
         doc["baseline_comparison"] = comparison
