@@ -5,8 +5,8 @@
 file, so no site-packages is on ``sys.path`` and no ``.pth`` file ran; standard
 library only, minimal environment; its code object is compiled once per caller
 process and sent, see ``_BOOT``). Each program runs in a child the zygote forks, so
-a run costs a ``fork`` rather than an interpreter start-up. One zygote serves one run at a
-time; concurrent callers (threads) get one each, so ``evaluate(max_workers=N)``
+a run costs a ``fork`` rather than an interpreter start-up. One zygote serves one run
+at a time; concurrent callers (threads) get one each, so ``evaluate(max_workers=N)``
 and pytest-xdist workers both scale.
 
 What every child gets, on every platform with ``fork``:
