@@ -474,6 +474,37 @@ def test_environment_is_minimal_and_cwd_is_fresh(ev: CodeExecution) -> None:
     assert not os.path.exists(seen["cwd"])  # removed (or never visible here)
 
 
+@pytest.mark.parametrize("namespaces", [True, False], ids=["namespaces", "basic"])
+def test_both_processes_get_exactly_the_documented_environment(namespaces: bool) -> None:
+    """The program's and the judge's environment: the same fixed keys, ``HOME`` and
+    ``TMPDIR`` on the run's directory, nothing of the caller's or the forker's (the
+    forker sets the rest once, for every child)."""
+    import json
+
+    expected = {"PATH", "HOME", "TMPDIR", "LANG", "PYTHONDONTWRITEBYTECODE",
+                "PYTHONIOENCODING", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                "MKL_NUM_THREADS", "USER", "LOGNAME"}
+    sandbox = Sandbox(timeout=10, namespaces=namespaces)
+    try:
+        for _ in range(2):  # the second run's children are forked as the first's
+            result = sandbox.run(
+                "import os\ndef env():\n    return dict(os.environ)\n",
+                "import json, os\n"
+                "def check(env):\n"
+                "    print(json.dumps({'program': env(), 'judge': dict(os.environ)}))\n",
+                call=("check", "env"),
+            )
+            assert result.passed, result
+            seen = json.loads(result.output)
+            for env in (seen["program"], seen["judge"]):
+                assert set(env) == expected, env
+                assert env["HOME"] == env["TMPDIR"] == seen["program"]["HOME"]
+                assert env["USER"] == env["LOGNAME"] == "sandbox"
+                assert env["PATH"] == "/usr/local/bin:/usr/bin:/bin"
+    finally:
+        sandbox.close()
+
+
 def test_no_network_where_isolated(ev: CodeExecution) -> None:
     if ev.sandbox.isolation()["network"] != "isolated":
         pytest.skip("no network namespace on this machine")
