@@ -133,3 +133,18 @@ def test_compare_and_merge_print_data_as_escapes(
     assert UNSAFE.search(text) is None, sorted(
         {repr(m.group(0)) for m in UNSAFE.finditer(text)}
     )
+
+
+def test_a_table_is_laid_out_on_the_escaped_text() -> None:
+    """A suite name holding a control character is shown escaped (``\\x1b``, four
+    characters for one): the columns are measured on what is shown, so they line up."""
+    from pytest_context_bench.report.terminal import fit_table
+
+    lines = fit_table(
+        ["suite", "examples"], [["evil\x1b[31m", "2"], ["plain", "3"]], width=80
+    )
+    assert lines[2].startswith("evil\\x1b[31m  2")
+    starts = {line.index("examples") for line in lines[:1]} | {
+        line.rindex(" ") + 1 for line in lines[2:]
+    }
+    assert len(starts) == 1, lines

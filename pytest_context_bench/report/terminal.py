@@ -11,6 +11,7 @@ from typing import Any
 
 from tabulate import tabulate
 
+from .._text import inert
 from .run import RunReport
 
 __all__ = ["render_lines", "fmt_value", "fit_table", "example_lines", "example_reason", "COLUMNS"]
@@ -72,6 +73,10 @@ def fit_table(headers: list[str], rows: list[list[str]], width: int | None) -> l
     ``header: value`` lines per row) when even one column beside the first does not
     fit or the split needs more than four blocks.
     """
+    # Escaped before the columns are measured: a suite named with a control
+    # character (shown as ``\x1b``) is wider than its raw text.
+    headers = [inert(h) for h in headers]
+    rows = [[inert(c) for c in r] for r in rows]
     everything = list(range(len(headers)))
     full = _render(headers, rows, everything)
     if width is None or _wide(full) <= width:
