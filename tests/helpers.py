@@ -90,3 +90,14 @@ def strip_timings(doc: dict[str, Any]) -> dict[str, Any]:
 
 def dedent(s: str) -> str:
     return textwrap.dedent(s).lstrip()
+
+
+def usage_line(result: Any) -> str:
+    """The one line a usage error (exit 4) printed on stderr (``result``: a
+    ``pytest.RunResult``)."""
+    import pytest
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    lines = [line for line in result.stderr.lines if line.strip()]
+    assert len(lines) == 1, lines
+    return str(lines[0])

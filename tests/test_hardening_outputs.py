@@ -8,18 +8,11 @@ import stat
 from pathlib import Path
 
 import pytest
-from helpers import qa_lines
+from helpers import qa_lines, usage_line
 
 from pytest_context_bench._files import atomic_write_text
 
 RUN = ("--ctxbench-system=systems:echo",)
-
-
-def _usage_line(result: pytest.RunResult) -> str:
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
-    lines = [line for line in result.stderr.lines if line.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -38,7 +31,7 @@ def test_an_output_onto_a_dataset_is_a_usage_error(
     (project.path / "sub").mkdir()
     os.symlink(project.path / "qa.jsonl", project.path / "link.jsonl")
     before = (project.path / "qa.jsonl").read_text()
-    line = _usage_line(project.runpytest(*args, *RUN))
+    line = usage_line(project.runpytest(*args, *RUN))
     assert "qa.jsonl" in line and "input" in line, line
     assert (project.path / "qa.jsonl").read_text() == before
 
@@ -49,7 +42,7 @@ def test_an_output_onto_the_baseline_is_a_usage_error(project: pytest.Pytester) 
     )
     assert saved.ret == 0
     before = (project.path / "base.json").read_text()
-    line = _usage_line(
+    line = usage_line(
         project.runpytest(
             "--ctxbench-dataset=qa.jsonl",
             *RUN,
@@ -62,7 +55,7 @@ def test_an_output_onto_the_baseline_is_a_usage_error(project: pytest.Pytester) 
 
 
 def test_two_outputs_onto_one_file_is_a_usage_error(project: pytest.Pytester) -> None:
-    line = _usage_line(
+    line = usage_line(
         project.runpytest(
             "--ctxbench-dataset=qa.jsonl",
             *RUN,
@@ -80,7 +73,7 @@ def test_an_output_onto_a_data_dir_file_is_a_usage_error(
     data = project.path / "data"
     (data / "gsm8k").mkdir(parents=True)
     (data / "gsm8k" / "test.jsonl").write_text("{}\n")
-    line = _usage_line(
+    line = usage_line(
         project.runpytest(
             "--ctxbench-dataset=qa.jsonl",
             *RUN,
@@ -116,7 +109,7 @@ def test_an_output_onto_a_marked_tests_dataset_is_a_usage_error(
 def test_an_unwritable_output_directory_is_a_usage_error_before_any_example(
     project: pytest.Pytester,
 ) -> None:
-    line = _usage_line(
+    line = usage_line(
         project.runpytest(
             "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=/sys/r.json"
         )
@@ -129,7 +122,7 @@ def test_an_ini_output_onto_an_input_names_the_ini_key(
     project: pytest.Pytester,
 ) -> None:
     project.makeini("[pytest]\npythonpath = .\nctxbench_json = qa.jsonl\n")
-    line = _usage_line(project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN))
+    line = usage_line(project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN))
     assert "ctxbench_json" in line, line
 
 
@@ -191,12 +184,12 @@ def test_junitxml_onto_a_dataset_or_our_report_is_a_usage_error(
     project: pytest.Pytester,
 ) -> None:
     before = (project.path / "qa.jsonl").read_text()
-    line = _usage_line(
+    line = usage_line(
         project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN, "--junitxml=qa.jsonl")
     )
     assert "--junitxml" in line and "--ctxbench-dataset" in line, line
     assert (project.path / "qa.jsonl").read_text() == before
-    line = _usage_line(
+    line = usage_line(
         project.runpytest(
             "--ctxbench-dataset=qa.jsonl",
             *RUN,
@@ -212,7 +205,7 @@ def test_an_output_under_a_directory_that_cannot_be_created_is_refused_up_front(
 ) -> None:
     # /sys accepts access(W_OK) for root, but no directory can be made in it: the
     # probe really creates one, so the refusal comes before the first example.
-    line = _usage_line(
+    line = usage_line(
         project.runpytest(
             "--ctxbench-dataset=qa.jsonl", *RUN, "--ctxbench-json=/sys/x/r.json"
         )

@@ -225,10 +225,7 @@ def _probe(ev: CodeExecution, paths: list[str]) -> dict[str, Any]:
         "    seen[p] = found\n"
         "print('SEEN' + json.dumps(seen))\n"
     )
-    value, details = ev.score_details(ADD, {"response": program})
-    assert value == {"pass_at_1": 1.0}, details
-    line = next(x for x in details["output"].splitlines() if x.startswith("SEEN"))
-    seen: dict[str, Any] = json.loads(line[4:])
+    seen = _seen(ev, program)
     return seen
 
 
@@ -262,6 +259,16 @@ def test_the_program_cannot_see(
             assert seen[path] == [], (path, seen[path])
 
 
+def _seen(ev: CodeExecution, program: str) -> dict[str, Any]:
+    """Run ``program`` (an ADD completion that passes and prints ``SEEN<json>``)
+    and return what it printed."""
+    value, details = ev.score_details(ADD, {"response": program})
+    assert value == {"pass_at_1": 1.0}, details
+    line = next(x for x in details["output"].splitlines() if x.startswith("SEEN"))
+    seen: dict[str, Any] = json.loads(line[4:])
+    return seen
+
+
 @needs_view
 def test_the_view_is_an_allow_list(ev: CodeExecution) -> None:
     program = (
@@ -270,10 +277,7 @@ def test_the_view_is_an_allow_list(ev: CodeExecution) -> None:
         " 'etc': sorted(os.listdir('/etc')), 'tmp': sorted(os.listdir('/tmp')),"
         " 'path': sys.path, 'writable_root': os.access('/', os.W_OK)}))\n"
     )
-    value, details = ev.score_details(ADD, {"response": program})
-    assert value == {"pass_at_1": 1.0}, details
-    line = next(x for x in details["output"].splitlines() if x.startswith("SEEN"))
-    seen = json.loads(line[4:])
+    seen = _seen(ev, program)
     assert set(seen["dev"]) <= {"null", "zero", "full", "random", "urandom", "fd",
                                 "stdin", "stdout", "stderr", "shm"}
     assert set(seen["etc"]) <= {"ld.so.cache", "localtime"}
