@@ -21,6 +21,7 @@ HOSTILE = [
     '"><img src=x onerror="window.__pwned = 2">',
     "</textarea></script><script>window.__pwned = 3</script>",
     "abc\u202eevil.exe",
+    "ansi\x1b[2Jclear\x00nul",
     "<!-- <script>window.__pwned = 4</script>",
 ]
 
@@ -126,6 +127,9 @@ def test_report_in_chromium_equals_the_json_and_stays_inert(
     assert "</textarea></script><script>window.__pwned = 3</script>" in body
     # A direction override is shown, not obeyed.
     assert "abc[U+202E]evil.exe" in body and "\u202e" not in body
+    # So is a control character (an ANSI escape, a NUL): never a raw one on the page.
+    assert "ansi[U+001B][2Jclear[U+0000]nul" in body
+    assert not any(ch in page.inner_text("body") for ch in "\x1b\x00")
     assert "ValueError: " + HOSTILE[1] in body
 
     # The status filter.

@@ -228,7 +228,9 @@ _SCRIPT = r"""
   const diff = DATA.diff;
   const PAGE = DATA.page_size || 100;
   const SVGNS = "http://www.w3.org/2000/svg";
-  const CONTROLS = /[\u200e\u200f\u202a-\u202e\u2066-\u2069\u061c]/g;
+  // Control characters (not tab or newline: responses keep their lines) and
+  // direction controls: shown as [U+XXXX], as the terminal shows them as escapes.
+  const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\u061c]/g;
 
   function num(x) {
     if (x === null || x === undefined || x === "") return NaN;
@@ -247,7 +249,8 @@ _SCRIPT = r"""
     if (kind === "seconds") return v >= 0.001 ? v.toFixed(3) + "s" : (v * 1e6).toFixed(0) + "\u00b5s";
     return v.toFixed(4);
   }
-  // Text with its direction controls made visible: it cannot reorder what follows.
+  // Text with its control and direction characters made visible: it cannot
+  // reorder what follows.
   function textNode(parent, value) {
     const text = value === null || value === undefined ? "" : String(value);
     let last = 0;
