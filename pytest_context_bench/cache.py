@@ -352,14 +352,22 @@ class CacheStore:
     def _check(self, conn: sqlite3.Connection) -> None:
         try:
             conn.execute("PRAGMA busy_timeout = 60000")
-            app = conn.execute("PRAGMA application_id").fetchone()[0]
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            tables = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT name FROM sqlite_master WHERE type = 'table'"
-                )
-            ]
+            # One snapshot for the three reads: read one by one, another process
+            # creating the file in between could show its table without its
+            # application id ("another program's file").
+            conn.execute("BEGIN")
+            try:
+                app = conn.execute("PRAGMA application_id").fetchone()[0]
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                tables = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT name FROM sqlite_master WHERE type = 'table'"
+                    )
+                ]
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
                 raise _Locked() from None

@@ -8,6 +8,7 @@ import sqlite3
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -567,3 +568,32 @@ def test_evaluate_uses_the_active_cache_and_prices(tmp_path: Path) -> None:
     assert first.summary["p"]["cost_usd"] == second.summary["p"]["cost_usd"] == pytest.approx(36 / 1e6)
     assert second.summary["p"]["saved_usd"] == pytest.approx(36 / 1e6)
     assert [r.metadata["llm_usage"]["cache_hits"] for r in second.rows] == [1, 1, 1]
+
+
+def _open_at_once(path: str, barrier: Any, results: Any) -> None:
+    barrier.wait()
+    try:
+        CacheStore(Path(path)).get("k")
+        results.put("ok")
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put(repr(exc))
+
+
+def test_processes_creating_the_file_at_once_all_use_it(tmp_path: Path) -> None:
+    """xdist workers open a new cache file at the same moment. Read one by one, the
+    file's id and tables could come from two moments, and a worker took the file
+    another one was creating for another program's (8 of 40 rounds before)."""
+    ctx = multiprocessing.get_context("fork")
+    for round_ in range(20):
+        path = str(tmp_path / f"r{round_}" / CACHE_FILE)
+        barrier, results = ctx.Barrier(6), ctx.Queue()
+        procs = [
+            ctx.Process(target=_open_at_once, args=(path, barrier, results))
+            for _ in range(6)
+        ]
+        for p in procs:
+            p.start()
+        got = [results.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join()
+        assert got == ["ok"] * 6, (round_, got)
