@@ -30,6 +30,7 @@ __all__ = [
     "bounded",
     "clip",
     "detail_pairs",
+    "explain_lines",
     "explained",
     "value_text",
 ]
@@ -185,3 +186,35 @@ def explained(
     if score_field:
         found.sort(key=lambda item: score_field not in EXPLAINS.get(item[0], ()))
     return found
+
+
+def explain_lines(
+    metadata: Mapping[str, Any],
+    score_field: str | None = None,
+    *,
+    first_only: bool = False,
+    max_keys: int | None = None,
+    limit: int = 400,
+) -> list[tuple[int, str]]:
+    """A row's details as ``(level, text)`` lines: level 0 is
+    ``"<evaluator>: <reason>"``, level 1 each ``"message: ..."`` and
+    ``"<key>: <value>"`` after it. Raw text: the caller escapes and fits it.
+
+    :param first_only: only the evaluator that produced ``score_field`` (or the
+        first with a reason).
+    :param max_keys: at most this many level-1 lines per evaluator, then
+        ``"… N more"``.
+    :param limit: characters per value (head and tail kept).
+    """
+    out: list[tuple[int, str]] = []
+    found = explained(metadata, score_field)
+    for name, details in found[:1] if first_only else found:
+        pairs = detail_pairs(details, limit)
+        reason = next((text for key, text in pairs if key == "reason"), "")
+        out.append((0, f"{name}: {reason}"))
+        rest = [(k, t) for k, t in pairs if k != "reason"]
+        shown = rest if max_keys is None else rest[:max_keys]
+        out.extend((1, f"{key}: {text}") for key, text in shown)
+        if len(shown) < len(rest):
+            out.append((1, f"… {len(rest) - len(shown)} more (in the JSON report)"))
+    return out

@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import IO, Any
 
-from ..details import clip
-
 __all__ = [
     "ABS_TOL",
     "REL_TOL",
@@ -1514,6 +1512,10 @@ class MathEquivalence:
             prepared.append(_prepare(gold))
             if _equivalent(prepared[-1], pred, comparer):
                 return {"math_equiv": 1.0}, {}
+        # Imported here: the SymPy worker runs this file on its own, outside the
+        # package.
+        from ..details import clip
+
         shown = [p[0] for p in prepared]
         details: dict[str, Any] = {
             "reason": ("no final answer found in the response" if not pred[0] else
