@@ -126,9 +126,12 @@ def bounded(details: Any) -> Any:
     characters, each list :data:`LIST_CAP` items, four levels deep, and
     :data:`DETAILS_CAP` characters in all (longer details are cut harder, then
     keep ``reason`` and ``message`` only, with ``"omitted"`` saying so)."""
-    out = _bound(details, TEXT_CAP, LIST_CAP, 0)
-    if not isinstance(out, dict):
+    if not isinstance(details, Mapping):
         return _bound(details, 400, 20, 0)  # not a dict: a third-party evaluator's
+    # reason and message first: they survive every cut.
+    details = {**{k: details[k] for k in ("reason", "message") if k in details},
+               **details}
+    out = _bound(details, TEXT_CAP, LIST_CAP, 0)
     if _size(out) <= DETAILS_CAP:
         return out
     out = _bound(details, 400, 20, 0)
