@@ -372,7 +372,7 @@ def _test_line(test: str, number: int | None) -> str | None:
 
 def _details(result: SandboxResult, test: str = "") -> dict[str, Any]:
     details: dict[str, Any] = {"reason": result.reason}
-    for key in ("message", "exception", "stage", "where"):
+    for key in ("message", "exception"):
         value = getattr(result, key)
         if value:
             details[key] = value
@@ -387,6 +387,10 @@ def _details(result: SandboxResult, test: str = "") -> dict[str, Any]:
         line = _test_line(test, result.test_line)
         if line is not None:
             details["assert_line"] = line
+    for key in ("stage", "where"):
+        value = getattr(result, key)
+        if value:
+            details[key] = value
     details["duration"] = result.duration
     if result.output:
         details["output"] = result.output[:_DETAIL_OUTPUT]
