@@ -216,16 +216,16 @@ def test_code_names_the_failing_assert_line_from_the_tests(code_ev: Any) -> None
 def test_code_a_program_cannot_choose_the_assert_line_or_speak_as_us(
     code_ev: Any,
 ) -> None:
-    # The program raises with a message of its choosing and a forged location: the
-    # assert line still comes from the judge's own traceback, and the message is
-    # marked as the program's.
+    # The program raises with a message of its choosing, from code it compiled as
+    # "test.py" line 3 (the tests' other assert): the assert line still comes from
+    # the judge's own traceback, and the message is marked as the program's.
     forged = (
-        "    import sys\n"
-        "    e = ValueError('all tests passed')\n"
-        "    raise e\n"
+        "    exec(compile('\\n\\nraise ValueError(\\'all tests passed\\')',"
+        " 'test.py', 'exec'))\n"
     )
     _, details = code_ev.score_details(HUMANEVAL, {"response": forged})
     assert details["reason"] == "exception"
+    assert details["where"].startswith("solution.py:")  # the program's own account
     assert details["assert_line"] == "test.py:2: assert c(1, 2) == 3"
     assert details["message"] == "from the program: all tests passed"
 
@@ -326,3 +326,33 @@ lyon = Lyon()
     assert "\x1b[2J" not in out
     section = out[out.index("examples below threshold"):]
     assert max(len(x) for x in section.splitlines()[:12]) <= 80
+
+
+def test_answer_correctness_lists_the_unsupported_and_missed_claims() -> None:
+    from pytest_context_bench.evaluators.judges import AnswerCorrectness
+
+    classified = {
+        "TP": [{"statement": "Paris is in France.", "reason": "stated"}],
+        "FP": [{"statement": "Paris has 9 million people.", "reason": "not stated"}],
+        "FN": [{"statement": "Paris is the capital.", "reason": "not covered"}],
+    }
+    with FakeLLM() as llm:
+        llm.push(
+            json.dumps({"statements": ["Paris is in France.",
+                                       "Paris has 9 million people."]}),
+            json.dumps({"statements": ["Paris is in France.",
+                                       "Paris is the capital."]}),
+            json.dumps(classified),
+        )
+        ac = AnswerCorrectness(llm.base_url, weights=(1.0, 0.0), **FAST)
+        scores, details = ac.score_details(
+            {"question": "Paris?", "answer": "Paris, capital of France."},
+            {"response": "Paris is in France; 9 million live there."},
+        )
+    assert scores == {"answer_correctness": 0.5, "answer_factuality": 0.5}
+    assert details == {
+        "reason": "answer correctness 0.5 (factuality 0.5)",
+        "verdict": "TP 1, FP 1, FN 1",
+        "unsupported": ["Paris has 9 million people. (not stated)"],
+        "missed": ["Paris is the capital. (not covered)"],
+    }

@@ -621,6 +621,25 @@ def _classification(data: Any) -> tuple[int, int, int]:
     return counts[0], counts[1], counts[2]
 
 
+def _sorted_claims(data: Any) -> tuple[int, int, int, list[str], list[str]]:
+    """:func:`_classification`, and the FP and FN claims with their reasons."""
+    tp, fp, fn = _classification(data)
+
+    def claims(key: str) -> list[str]:
+        items = data.get(key, data.get(key.lower())) or []
+        out = []
+        for item in items:
+            if isinstance(item, dict):
+                text = _text(item.get("statement"))
+                why = _text(item.get("reason"))
+                out.append(f"{text} ({why})" if why.strip() else text)
+            else:
+                out.append(_text(item))
+        return out
+
+    return tp, fp, fn, claims("FP"), claims("FN")
+
+
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     if len(a) != len(b):
         raise JudgeError(f"embeddings of different lengths ({len(a)} and {len(b)}).")
@@ -761,12 +780,22 @@ class AnswerCorrectness:
         :raises JudgeError: on a reply malformed twice or an unusable embedding.
         :raises LLMError: when the endpoint fails after its retries.
         """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why (empty at full marks):
+        ``verdict`` (the TP/FP/FN counts), ``unsupported`` (the response's claims
+        the reference does not support) and ``missed`` (the reference's claims the
+        response does not cover), each claim with the LLM's reason.
+        """
         answer = original.get("answer")
         if answer is None or "response" not in processed:
-            return {}
+            return {}, {}
         reference = _text(answer)
         if not reference.strip():
-            return {}
+            return {}, {}
         w_fact, w_sim = self.weights
         response = _text(processed["response"])
         if not response.strip():
@@ -775,7 +804,8 @@ class AnswerCorrectness:
                 out["answer_factuality"] = 0.0
             if w_sim:
                 out["answer_similarity"] = 0.0
-            return out
+            return out, {"reason": "the response is empty (the LLM was not asked)"}
+        details: dict[str, Any] = {}
         question = _text(original.get("question", original.get("context", "")))
         scores: dict[str, float] = {}
         if w_fact:
@@ -793,16 +823,21 @@ class AnswerCorrectness:
                 # Nothing to compare: Ragas scores this 1.0 without classifying.
                 scores["answer_factuality"] = 1.0
             else:
-                tp, fp, fn = self._ask_json(
+                tp, fp, fn, unsupported, missed = self._ask_json(
                     _CLASSIFY_PROMPT.format(
                         question=question,
                         answer=json.dumps(resp_st, ensure_ascii=False),
                         truth=json.dumps(ref_st, ensure_ascii=False),
                     ),
-                    _classification,
+                    _sorted_claims,
                     "classification",
                 )
                 scores["answer_factuality"] = fbeta(tp, fp, fn, self.beta)
+                details["verdict"] = f"TP {tp}, FP {fp}, FN {fn}"
+                if unsupported:
+                    details["unsupported"] = unsupported
+                if missed:
+                    details["missed"] = missed
         if w_sim:
             a, b = self.embedding_client.embeddings(
                 [response, reference], self.embedding_model
@@ -811,4 +846,11 @@ class AnswerCorrectness:
         total = w_fact * scores.get("answer_factuality", 0.0) + w_sim * scores.get(
             "answer_similarity", 0.0
         )
-        return {"answer_correctness": total / (w_fact + w_sim), **scores}
+        out = {"answer_correctness": total / (w_fact + w_sim), **scores}
+        if out["answer_correctness"] >= 1.0:
+            return out, {}
+        parts = [f"{key.removeprefix('answer_')} {scores[key]:.3g}"
+                 for key in ("answer_factuality", "answer_similarity") if key in scores]
+        reason = f"answer correctness {out['answer_correctness']:.3g}"
+        return out, {"reason": reason + (f" ({', '.join(parts)})" if parts else ""),
+                     **details}
