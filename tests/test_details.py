@@ -93,13 +93,15 @@ def test_token_f1_lists_matched_missing_and_extra_normalised_tokens() -> None:
     assert details["matched"] == ["tower", "paris"]
     assert details["missing"] == ["eiffel"]
     assert details["extra"] == ["in"]
-    assert details["reason"].startswith("2 of 3 gold tokens matched, 1 missing, 1 extra")
+    assert details["reason"].startswith(
+        "2 of 3 gold tokens matched, 1 missing, 1 extra")
     assert ev.score_details({"answer": "Paris"}, {"response": "paris."}) == (
         {"f1": 1.0, "exact_match": 1.0, "recall": 1.0, "contains": 1.0}, {})
     _, empty = ev.score_details({"answer": "Paris"}, {"response": " "})
     assert empty == {"reason": "the response is empty"}
     # Several golds: the best one is named.
-    _, several = ev.score_details({"answer": ["Rome", "Paris city"]}, {"response": "Paris"})
+    _, several = ev.score_details(
+        {"answer": ["Rome", "Paris city"]}, {"response": "Paris"})
     assert several["gold"] == "2 of 2: Paris city" and several["missing"] == ["city"]
 
 
@@ -152,7 +154,8 @@ def test_ifeval_names_the_instructions_that_failed_and_why() -> None:
     }
     scores, details = ev.score_details(ex, {"response": "hi, there"})
     assert scores == ev.score(ex, {"response": "hi, there"})
-    assert details["failed"] == ["punctuation:no_comma", "length_constraints:number_words"]
+    assert details["failed"] == [
+        "punctuation:no_comma", "length_constraints:number_words"]
     assert "failed_loose" not in details  # the same two
     assert details["why"] == [
         "punctuation:no_comma: the response has 1 commas",
@@ -253,7 +256,8 @@ def test_explain_lines_put_the_primary_evaluator_first() -> None:
     meta = {
         "score_field": "math_equiv",
         "answer_quality": {"reason": "tokens", "missing": ["a"]},
-        "math_equivalence": {"reason": "70 is not 72", "message": "m", "extracted": "70"},
+        "math_equivalence": {"reason": "70 is not 72", "message": "m",
+                             "extracted": "70"},
         "trials": {"n": 2},  # not details: no reason
     }
     assert explain_lines(meta, "math_equiv") == [

@@ -236,18 +236,20 @@ def test_memory_judge_details_reach_row_metadata(llm: FakeLLM) -> None:
 # the gold; the first YES or NO found anywhere (whole words, any case) decides.
 
 SEED_EX = {"question": "Where did Alice grow up?", "answer": "Paris"}
+NO = {"reason": "the judge said NO: the answer lacks the gold's information",
+      "verdict": "NO"}
 
 
 @pytest.mark.parametrize(
     ("reply", "score", "details"),
     [
         ("YES. Alice grew up in Paris.", 1.0, {"verdict": "YES"}),
-        ("NO - London is not Paris.", 0.0, {"reason": "the judge said NO: the answer lacks the gold's information", "verdict": "NO",
+        ("NO - London is not Paris.", 0.0, {**NO,
                                             "rationale": "NO - London is not Paris."}),
         ("The system answer is correct, so: yes.", 1.0, {"verdict": "YES"}),  # embedded
         ("Verdict: **Yes** (same city)", 1.0, {"verdict": "YES"}),
         ("No. Although one could say yes.", 0.0, {  # the first wins
-            "reason": "the judge said NO: the answer lacks the gold's information", "verdict": "NO", "rationale": "No. Although one could say yes."}),
+            **NO, "rationale": "No. Although one could say yes."}),
         ("Maybe", 0.0, {"reason": "the judge failed (scored 0.0)",
                          "judge_error": "the judge's reply has neither YES nor NO",
                          "reply": "Maybe"}),
@@ -302,7 +304,8 @@ def test_memory_judge_seed_blank_gold_or_response_needs_no_call(
     )
     assert scores == {"memory_judge": score, "memory_judge_raw": score}
     assert details == (
-        {"reason": "the gold answer is empty: a neutral 0.5", "note": "empty gold answer"}
+        {"reason": "the gold answer is empty: a neutral 0.5",
+         "note": "empty gold answer"}
         if score == 0.5
         else {"reason": "the response is empty (the judge was not asked)"}
     )

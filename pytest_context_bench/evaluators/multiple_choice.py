@@ -577,7 +577,8 @@ class MultipleChoiceAccuracy:
             return {"mc_accuracy": 1.0}, {}
         details: dict[str, Any] = {
             "reason": (f"chose {chosen}, the answer is {correct}" if chosen else
-                       f"no choice recognised in the response, the answer is {correct}"),
+                       "no choice recognised in the response, the answer is "
+                       + correct),
             "given": chosen or "none recognised",
             "expected": correct,
         }

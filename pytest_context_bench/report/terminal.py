@@ -14,7 +14,10 @@ from tabulate import tabulate
 from .._text import inert
 from .run import RunReport
 
-__all__ = ["render_lines", "fmt_value", "fit_table", "example_lines", "example_reason", "details_lines", "COLUMNS"]
+__all__ = [
+    "render_lines", "fmt_value", "fit_table", "example_lines", "example_reason",
+    "details_lines", "COLUMNS",
+]
 
 # (summary key, column header, kind): headers a newcomer can read without the docs.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -159,7 +162,9 @@ def details_lines(rec: Any, *, width: int | None = None, verbose: int = 0) -> li
         max_keys=None if verbose > 0 else DETAIL_KEYS_SHOWN,
         limit=2000 if verbose > 0 else 300,
     )
-    return [_one_line(" " * (6 + 2 * level) + inert(text), width) for level, text in lines]
+    return [
+        _one_line(" " * (6 + 2 * level) + inert(text), width) for level, text in lines
+    ]
 
 
 def example_lines(report: RunReport, *, width: int | None = None, verbose: int = 0) -> list[tuple[str, dict[str, Any]]]:
@@ -184,8 +189,10 @@ def example_lines(report: RunReport, *, width: int | None = None, verbose: int =
                 name = f"{rec.suite}: {name}"
             reason = example_reason(rec, thresholds.get(rec.suite, 0.7))
             # Escaped before it is fitted: an escape is wider than the character.
-            lines.append((_one_line(inert(f"  {word} {name}: {reason}"), width), markup))
-            lines.extend((text, {}) for text in details_lines(rec, width=width, verbose=verbose))
+            line = _one_line(inert(f"  {word} {name}: {reason}"), width)
+            lines.append((line, markup))
+            explained = details_lines(rec, width=width, verbose=verbose)
+            lines.extend((text, {}) for text in explained)
         if len(shown) < len(recs):
             lines.append((f"  ... and {len(recs) - len(shown)} more (-v lists them all; the JSON report has every row)", {}))
     return lines
