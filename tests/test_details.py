@@ -360,3 +360,18 @@ def test_answer_correctness_lists_the_unsupported_and_missed_claims() -> None:
         "unsupported": ["Paris has 9 million people. (not stated)"],
         "missed": ["Paris is the capital. (not covered)"],
     }
+
+
+def test_summarization_gives_the_common_subsequence_and_the_lengths() -> None:
+    from pytest_context_bench.evaluators import SummarizationQuality
+
+    ev = SummarizationQuality()
+    ex = {"answer": ["x y", "the cat on the mat"]}
+    scores, details = ev.score_details(ex, {"response": "the cat sat on the mat"})
+    assert scores == ev.score(ex, {"response": "the cat sat on the mat"})
+    assert details == {
+        "reason": "the longest common subsequence has 5 tokens, of the reference's 5"
+        " and the response's 6 (ROUGE-L F1 0.909)",
+        "common_tokens": 5, "reference_tokens": 5, "response_tokens": 6,
+    }
+    assert ev.score_details(ex, {"response": "The cat on the mat."})[1] == {}
