@@ -337,18 +337,19 @@ def score_processed(
             for position, ev in enumerate(evaluators):
                 name = getattr(ev, "name", type(ev).__name__)
                 try:
-                    # An evaluator may explain its verdict (CodeExecution: why the
-                    # code failed); the explanation goes to the row's metadata.
+                    # An evaluator may explain its verdict (why the code failed,
+                    # which tokens were missing); the explanation goes to the row's
+                    # metadata, capped (details.py: it quotes untrusted text).
                     detailed = getattr(ev, "score_details", None)
                     done = ahead.get(position) if ahead else None
                     if done is not None:
                         result, details = done.result()
                         if details:
-                            metadata[name] = details
+                            metadata[name] = _bounded(details)
                     elif callable(detailed):
                         result, details = detailed(original, processed)
                         if details:
-                            metadata[name] = details
+                            metadata[name] = _bounded(details)
                     else:
                         result = ev.score(original, processed)
                     for key, value in result.items():
@@ -381,6 +382,13 @@ def score_processed(
         error=error,
     )
     return row, raised
+
+
+def _bounded(details: Any) -> Any:
+    # Imported here: a pytest run that uses no ctxbench option loads no more.
+    from .details import bounded
+
+    return bounded(details)
 
 
 def run_example(

@@ -340,9 +340,21 @@ def run_mode(
     return read_json(out)
 
 
+def _details(metadata: dict[str, Any]) -> str:
+    """The evaluators' details of a row (why it scored so), timings aside."""
+    return json.dumps(
+        {
+            name: {k: v for k, v in value.items() if k != "duration"}
+            for name, value in metadata.items()
+            if isinstance(value, dict) and "reason" in value
+        },
+        sort_keys=True,
+    )
+
+
 def normal(doc: dict[str, Any], *, trials: bool = False) -> dict[str, Any]:
     """What must not depend on the mode: rows (suite, system, dataset, id, status,
-    scores, error type), summaries without latencies, intervals, repeated-trial
+    scores, error type, evaluator details), summaries without latencies, intervals, repeated-trial
     statistics, gates and their verdicts. With ``trials``, the rows are compared as
     a multiset (which trial got which reply may depend on the order in which the
     requests reached the endpoint; each example's replies may not)."""
@@ -351,6 +363,7 @@ def normal(doc: dict[str, Any], *, trials: bool = False) -> dict[str, Any]:
             r["suite"], r["system"], r["dataset"], r["example_id"], r["status"],
             json.dumps(r["scores"], sort_keys=True),
             (r["error"] or {}).get("type"),
+            _details(r["metadata"]),
         )
         for r in doc["rows"]
     ]
@@ -377,6 +390,8 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
     statuses: dict[tuple[str, str], list[str]] = {}
     for r in doc["rows"]:
         statuses.setdefault((r["suite"], r["example_id"]), []).append(r["status"])
+        if r["status"] == "below":  # the details compared are there to compare
+            assert r["metadata"]["answer_quality"]["reason"], r
     assert len(statuses) == 2 * N * len(systems)  # two origins, N examples, per System
     for (suite, example_id), got in statuses.items():
         i = int(example_id.split("-")[1])

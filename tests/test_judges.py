@@ -168,7 +168,9 @@ def test_memory_judge_yes_no(llm: FakeLLM) -> None:
     }
     scores, details = judge.score_details(MEM, {"response": "Alice grew up in London."})
     assert scores == {"memory_judge": 0.0, "memory_judge_raw": 0.0}
-    assert details == {"verdict": "NO"}
+    assert details == {
+        "reason": "the judge said NO: the answer lacks the gold's information",
+        "verdict": "NO", "rationale": "NO, London is not Paris."}
     req = llm.requests[0]
     assert req.json["model"] == "claude-haiku-4-5-20251001"
     assert req.json["temperature"] == 0 and req.json["max_tokens"] == 64
@@ -234,19 +236,25 @@ def test_memory_judge_details_reach_row_metadata(llm: FakeLLM) -> None:
 # the gold; the first YES or NO found anywhere (whole words, any case) decides.
 
 SEED_EX = {"question": "Where did Alice grow up?", "answer": "Paris"}
+NO = {"reason": "the judge said NO: the answer lacks the gold's information",
+      "verdict": "NO"}
 
 
 @pytest.mark.parametrize(
     ("reply", "score", "details"),
     [
         ("YES. Alice grew up in Paris.", 1.0, {"verdict": "YES"}),
-        ("NO - London is not Paris.", 0.0, {"verdict": "NO"}),
+        ("NO - London is not Paris.", 0.0, {**NO,
+                                            "rationale": "NO - London is not Paris."}),
         ("The system answer is correct, so: yes.", 1.0, {"verdict": "YES"}),  # embedded
         ("Verdict: **Yes** (same city)", 1.0, {"verdict": "YES"}),
-        ("No. Although one could say yes.", 0.0, {"verdict": "NO"}),  # the first wins
-        ("Maybe", 0.0, {"judge_error": "the judge's reply has neither YES nor NO",
+        ("No. Although one could say yes.", 0.0, {  # the first wins
+            **NO, "rationale": "No. Although one could say yes."}),
+        ("Maybe", 0.0, {"reason": "the judge failed (scored 0.0)",
+                         "judge_error": "the judge's reply has neither YES nor NO",
                          "reply": "Maybe"}),
         ("Yesterday, nobody knows.", 0.0, {
+            "reason": "the judge failed (scored 0.0)",
             "judge_error": "the judge's reply has neither YES nor NO",
             "reply": "Yesterday, nobody knows.",
         }),  # "Yesterday" and "nobody" are not the words YES / NO
@@ -295,7 +303,12 @@ def test_memory_judge_seed_blank_gold_or_response_needs_no_call(
         {"question": "Where did Alice grow up?", "answer": gold}, {"response": response}
     )
     assert scores == {"memory_judge": score, "memory_judge_raw": score}
-    assert details == ({"note": "empty gold answer"} if score == 0.5 else {})
+    assert details == (
+        {"reason": "the gold answer is empty: a neutral 0.5",
+         "note": "empty gold answer"}
+        if score == 0.5
+        else {"reason": "the response is empty (the judge was not asked)"}
+    )
     assert llm.requests == []
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
-from ..metrics.quality import overlap_scores
+from ..metrics.quality import normalize_answer, overlap_scores
 
 __all__ = ["AnswerQuality"]
 
@@ -24,6 +25,50 @@ def _score_one(answer: str, response: str | None) -> dict[str, float]:
     contains = 1.0 if answer.strip().lower() in response.lower() else 0.0
     f1, em, recall = overlap_scores(response, answer)
     return {"f1": f1, "exact_match": em, "recall": recall, "contains": contains}
+
+
+#: Tokens listed per kind (matched, missing, extra) in the details.
+_TOKENS_SHOWN = 30
+
+
+def _tokens(counts: Counter[str], order: list[str]) -> list[str]:
+    """The tokens of ``counts`` (a multiset), in their order in ``order``."""
+    left = Counter(counts)
+    out = []
+    for token in order:
+        if left[token] > 0:
+            left[token] -= 1
+            out.append(token)
+    return out
+
+
+def _token_details(answer: str, response: str | None, f1: float) -> dict[str, Any]:
+    """Why ``response`` scored ``f1`` against one gold: the normalised tokens
+    matched, missing (in the gold, not the response) and extra."""
+    if response is None or not response.strip():
+        return {"reason": "the response is empty"}
+    pred = normalize_answer(response).split()
+    ref = normalize_answer(answer).split()
+    common = Counter(pred) & Counter(ref)
+    matched = _tokens(common, ref)
+    missing = _tokens(Counter(ref) - common, ref)
+    extra = _tokens(Counter(pred) - common, pred)
+    if not pred:
+        reason = "the response has no token left after normalisation"
+    elif not matched:
+        reason = "the response shares no token with the gold answer"
+    elif not missing and not extra:
+        reason = "the gold's tokens in another order (not an exact match)"
+    else:
+        reason = (f"{len(matched)} of {len(ref)} gold token{'s' * (len(ref) != 1)} "
+                  f"matched, {len(missing)} missing, {len(extra)} extra "
+                  f"(F1 {f1:.3g})")
+    details: dict[str, Any] = {"reason": reason}
+    for key, tokens in (("matched", matched), ("missing", missing), ("extra", extra)):
+        details[key] = tokens[:_TOKENS_SHOWN]
+        if len(tokens) > _TOKENS_SHOWN:
+            details[key].append(f"… {len(tokens) - _TOKENS_SHOWN} more")
+    return details
 
 
 class AnswerQuality:
@@ -65,17 +110,49 @@ class AnswerQuality:
         :return: ``{"f1", "exact_match", "recall", "contains"}``, or ``{}`` when the
             example has no gold answer.
         """
-        raw_answer = original.get("answer")
-        if raw_answer is None:
+        golds = self._golds(original)
+        if golds is None:
             return {}
-        golds: list[str]
-        if isinstance(raw_answer, (list, tuple)):
-            golds = [str(a) for a in raw_answer]
-            if not golds:
-                return {}
-        else:
-            golds = [str(raw_answer)]
         raw_response = processed.get("response")
         response = None if raw_response is None else str(raw_response)
         per_gold = [_score_one(g, response) for g in golds]
         return {k: max(s[k] for s in per_gold) for k in _KEYS}
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why (empty at full marks).
+
+        The details compare the normalised tokens of the response with those of
+        the gold that gave the best F1: ``matched``, ``missing`` (in the gold, not
+        in the response) and ``extra``, each in text order (at most 30 listed),
+        and a ``reason``; ``gold`` says which gold when there are several.
+        """
+        golds = self._golds(original)
+        if golds is None:
+            return {}, {}
+        raw_response = processed.get("response")
+        response = None if raw_response is None else str(raw_response)
+        per_gold = [_score_one(g, response) for g in golds]
+        scores = {k: max(s[k] for s in per_gold) for k in _KEYS}
+        if scores["f1"] == 1.0 and scores["exact_match"] == 1.0:
+            return scores, {}
+        best = max(range(len(golds)), key=lambda i: per_gold[i]["f1"])
+        details = _token_details(golds[best], response, scores["f1"])
+        if len(golds) > 1:
+            details["gold"] = f"{best + 1} of {len(golds)}: {golds[best]}"
+        return scores, details
+
+    @staticmethod
+    def _golds(original: dict[str, Any]) -> list[str] | None:
+        raw_answer = original.get("answer")
+        if raw_answer is None:
+            return None
+        golds: list[str]
+        if isinstance(raw_answer, (list, tuple)):
+            golds = [str(a) for a in raw_answer]
+            if not golds:
+                return None
+        else:
+            golds = [str(raw_answer)]
+        return golds

@@ -37,6 +37,8 @@ __all__ = ["CodeExecution", "extract_code", "NETWORK_POLICIES", "REASONS"]
 
 _KEY: Final = "pass_at_1"
 _DETAIL_OUTPUT: Final = 2000  # characters of program output kept in the details
+_DETAIL_TAIL: Final = 1000  # characters of the output's end, when longer than that
+_LINES: Final = re.compile(r"\r\n|\r|\n")  # line ends as compile() counts them
 _MAX_ATTEMPTS: Final = 200  # compile() calls spent looking for the code in prose
 # Above this size the response is used as it is: compiling it here, outside the
 # sandbox and its timeout, could take long.
@@ -318,7 +320,7 @@ class CodeExecution:
             call = None
         result = self._sandbox.run(solution, test, call=call, keep=keep,
                                    prompt=prompt if kind == "humaneval" else "")
-        details = _details(result)
+        details = _details(result, test)
         self._local.details = details
         return {_KEY: 1.0 if result.passed else 0.0}, details
 
@@ -357,15 +359,44 @@ class CodeExecution:
         return None
 
 
-def _details(result: SandboxResult) -> dict[str, Any]:
+def _test_line(test: str, number: int | None) -> str | None:
+    """Line ``number`` (1-based) of the test code, as the compiler counts lines."""
+    if number is None or number < 1:
+        return None
+    lines = _LINES.split(test)
+    if number > len(lines):
+        return None
+    text = lines[number - 1].strip()
+    return f"test.py:{number}: {text}" if text else None
+
+
+def _details(result: SandboxResult, test: str = "") -> dict[str, Any]:
     details: dict[str, Any] = {"reason": result.reason}
-    for key in ("message", "exception", "stage", "where"):
+    for key in ("message", "exception"):
+        value = getattr(result, key)
+        if value:
+            details[key] = value
+    # Whose words the message is: the program's own exception (or anything its
+    # process reported before the tests) is shown as the program's, never as ours.
+    from_program = result.raised_by == "program" or (
+        result.stage == "solution" and result.reason != "syntax_error")
+    if details.get("message") and from_program:
+        details["message"] = "from the program: " + details["message"]
+    if not result.passed:
+        # The tests' own line (the judge's traceback, our copy of the test code).
+        line = _test_line(test, result.test_line)
+        if line is not None:
+            details["assert_line"] = line
+    for key in ("stage", "where"):
         value = getattr(result, key)
         if value:
             details[key] = value
     details["duration"] = result.duration
     if result.output:
         details["output"] = result.output[:_DETAIL_OUTPUT]
+    end = result.output_tail if result.output_tail else result.output
+    if len(end) > _DETAIL_OUTPUT or result.output_tail:
+        details["output_tail"] = end[-_DETAIL_TAIL:]
     if result.output_bytes > _DETAIL_OUTPUT:
         details["output_bytes"] = result.output_bytes
     if result.exit_code not in (None, 0):

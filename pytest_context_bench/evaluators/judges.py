@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 _REPLY_SNIPPET = 200
+_RATIONALE = 1000  # characters of a judge's reply kept as its rationale
 
 
 class JudgeError(CtxBenchError, ValueError):
@@ -48,6 +49,24 @@ def _text(value: Any) -> str:
         # Several gold answers: the judge sees them all; blank ones are no gold.
         return " | ".join(t for t in map(_text, value) if t.strip())
     return str(value)
+
+
+def _blank_details(scores: dict[str, float], key: str) -> dict[str, Any]:
+    """The details of a score given without asking the judge."""
+    if scores.get(key) == 0.0:
+        return {"reason": "the response is empty (the judge was not asked)"}
+    return {}
+
+
+def _rationale(text: str) -> str:
+    """The judge's reply as its rationale (whitespace collapsed, capped)."""
+    return _clip(" ".join(text.split()), _RATIONALE)
+
+
+def _clip(text: str, limit: int) -> str:
+    from ..details import clip
+
+    return clip(text, limit)
 
 
 def _snippet(text: str) -> str:
@@ -194,9 +213,20 @@ class LLMJudge(_JudgeBase):
         :raises JudgeError: when the reply has no valid rating.
         :raises LLMError: when the judge cannot be reached after its retries.
         """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why (empty at full marks):
+        ``verdict`` (``"rating 2 of 5"``) and ``rationale`` (the judge's reply).
+
+        :raises JudgeError: when the reply has no valid rating.
+        :raises LLMError: when the judge cannot be reached after its retries.
+        """
         prompt = self._prompt(original, processed)
         if not isinstance(prompt, str):
-            return prompt
+            return prompt, _blank_details(prompt, "judge_score")
         reply = self.client.chat(
             [{"role": "user", "content": prompt}],
             self.model,
@@ -210,9 +240,15 @@ class LLMJudge(_JudgeBase):
     ) -> dict[str, float]:
         """:meth:`score` for coroutines: what a run with ``--ctxbench-concurrency``
         awaits right after the System call, under the same call budget."""
+        return (await self.ascore_details(original, processed))[0]
+
+    async def ascore_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """:meth:`score_details` for coroutines."""
         prompt = self._prompt(original, processed)
         if not isinstance(prompt, str):
-            return prompt
+            return prompt, _blank_details(prompt, "judge_score")
         reply = await self.client.achat(
             [{"role": "user", "content": prompt}],
             self.model,
@@ -244,9 +280,20 @@ class LLMJudge(_JudgeBase):
         )
 
     @staticmethod
-    def _rated(text: str) -> dict[str, float]:
+    def _rated(text: str) -> tuple[dict[str, float], dict[str, Any]]:
         rating = parse_rating(text)
-        return {"judge_score": (rating - 1) / 4.0}
+        scores = {"judge_score": (rating - 1) / 4.0}
+        if rating == 5:
+            return scores, {}
+        verdict = f"rating {rating} of 5"
+        details: dict[str, Any] = {
+            "reason": f"the judge rated the response {rating} of 5",
+            "verdict": verdict,
+        }
+        rationale = _rationale(text)
+        if rationale:
+            details["rationale"] = rationale
+        return scores, details
 
 
 # -- MemoryJudge ------------------------------------------------------------------------
@@ -353,7 +400,7 @@ class MemoryJudge(_JudgeBase):
                 max_tokens=64,
             )
         except LLMError as exc:
-            return _both(0.0), {"judge_error": str(exc)}
+            return _both(0.0), _judge_failed(str(exc))
         return self._verdict(reply.text)
 
     async def ascore_details(
@@ -371,7 +418,7 @@ class MemoryJudge(_JudgeBase):
                 max_tokens=64,
             )
         except LLMError as exc:
-            return _both(0.0), {"judge_error": str(exc)}
+            return _both(0.0), _judge_failed(str(exc))
         return self._verdict(reply.text)
 
     async def ascore(
@@ -390,10 +437,12 @@ class MemoryJudge(_JudgeBase):
             return {}, {}
         response = _text(processed["response"])
         if not response.strip():
-            return _both(0.0), {}
+            return _both(0.0), {
+                "reason": "the response is empty (the judge was not asked)"}
         gold = _text(original["answer"])
         if not gold.strip():
-            return _both(0.5), {"note": "empty gold answer"}
+            return _both(0.5), {"reason": "the gold answer is empty: a neutral 0.5",
+                                "note": "empty gold answer"}
         return _MEMORY_PROMPT.format(
             question=_text(original["question"]), gold=gold, response=response
         )
@@ -403,10 +452,23 @@ class MemoryJudge(_JudgeBase):
         verdict = parse_yes_no(text)
         if verdict is None:
             return _both(0.0), {
-                "judge_error": "the judge's reply has neither YES nor NO",
+                **_judge_failed("the judge's reply has neither YES nor NO"),
                 "reply": _snippet(text),
             }
-        return _both(1.0 if verdict else 0.0), {"verdict": "YES" if verdict else "NO"}
+        if verdict:
+            return _both(1.0), {"verdict": "YES"}
+        details: dict[str, Any] = {
+            "reason": "the judge said NO: the answer lacks the gold's information",
+            "verdict": "NO",
+        }
+        rationale = _rationale(text)
+        if rationale:
+            details["rationale"] = rationale
+        return _both(0.0), details
+
+
+def _judge_failed(message: str) -> dict[str, Any]:
+    return {"reason": "the judge failed (scored 0.0)", "judge_error": message}
 
 
 def _both(value: float) -> dict[str, float]:
@@ -559,6 +621,25 @@ def _classification(data: Any) -> tuple[int, int, int]:
     return counts[0], counts[1], counts[2]
 
 
+def _sorted_claims(data: Any) -> tuple[int, int, int, list[str], list[str]]:
+    """:func:`_classification`, and the FP and FN claims with their reasons."""
+    tp, fp, fn = _classification(data)
+
+    def claims(key: str) -> list[str]:
+        items = data.get(key, data.get(key.lower())) or []
+        out = []
+        for item in items:
+            if isinstance(item, dict):
+                text = _text(item.get("statement"))
+                why = _text(item.get("reason"))
+                out.append(f"{text} ({why})" if why.strip() else text)
+            else:
+                out.append(_text(item))
+        return out
+
+    return tp, fp, fn, claims("FP"), claims("FN")
+
+
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     if len(a) != len(b):
         raise JudgeError(f"embeddings of different lengths ({len(a)} and {len(b)}).")
@@ -699,12 +780,22 @@ class AnswerCorrectness:
         :raises JudgeError: on a reply malformed twice or an unusable embedding.
         :raises LLMError: when the endpoint fails after its retries.
         """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why (empty at full marks):
+        ``verdict`` (the TP/FP/FN counts), ``unsupported`` (the response's claims
+        the reference does not support) and ``missed`` (the reference's claims the
+        response does not cover), each claim with the LLM's reason.
+        """
         answer = original.get("answer")
         if answer is None or "response" not in processed:
-            return {}
+            return {}, {}
         reference = _text(answer)
         if not reference.strip():
-            return {}
+            return {}, {}
         w_fact, w_sim = self.weights
         response = _text(processed["response"])
         if not response.strip():
@@ -713,7 +804,8 @@ class AnswerCorrectness:
                 out["answer_factuality"] = 0.0
             if w_sim:
                 out["answer_similarity"] = 0.0
-            return out
+            return out, {"reason": "the response is empty (the LLM was not asked)"}
+        details: dict[str, Any] = {}
         question = _text(original.get("question", original.get("context", "")))
         scores: dict[str, float] = {}
         if w_fact:
@@ -731,16 +823,21 @@ class AnswerCorrectness:
                 # Nothing to compare: Ragas scores this 1.0 without classifying.
                 scores["answer_factuality"] = 1.0
             else:
-                tp, fp, fn = self._ask_json(
+                tp, fp, fn, unsupported, missed = self._ask_json(
                     _CLASSIFY_PROMPT.format(
                         question=question,
                         answer=json.dumps(resp_st, ensure_ascii=False),
                         truth=json.dumps(ref_st, ensure_ascii=False),
                     ),
-                    _classification,
+                    _sorted_claims,
                     "classification",
                 )
                 scores["answer_factuality"] = fbeta(tp, fp, fn, self.beta)
+                details["verdict"] = f"TP {tp}, FP {fp}, FN {fn}"
+                if unsupported:
+                    details["unsupported"] = unsupported
+                if missed:
+                    details["missed"] = missed
         if w_sim:
             a, b = self.embedding_client.embeddings(
                 [response, reference], self.embedding_model
@@ -749,4 +846,11 @@ class AnswerCorrectness:
         total = w_fact * scores.get("answer_factuality", 0.0) + w_sim * scores.get(
             "answer_similarity", 0.0
         )
-        return {"answer_correctness": total / (w_fact + w_sim), **scores}
+        out = {"answer_correctness": total / (w_fact + w_sim), **scores}
+        if out["answer_correctness"] >= 1.0:
+            return out, {}
+        parts = [f"{key.removeprefix('answer_')} {scores[key]:.3g}"
+                 for key in ("answer_factuality", "answer_similarity") if key in scores]
+        reason = f"answer correctness {out['answer_correctness']:.3g}"
+        return out, {"reason": reason + (f" ({', '.join(parts)})" if parts else ""),
+                     **details}

@@ -1481,9 +1481,17 @@ class MathEquivalence:
         :return: ``{"math_equiv": 1.0 or 0.0}`` (0.0 for a blank gold), or ``{}``
             when there is no gold.
         """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why (empty when equivalent):
+        ``extracted`` (the response's final answer, normalised) and ``gold`` (the
+        gold's, each of them when there are several)."""
         raw = original.get("answer")
         if raw is None or (isinstance(raw, (list, tuple)) and not raw):
-            return {}
+            return {}, {}
         golds = (
             [_as_text(g) for g in raw]
             if isinstance(raw, (list, tuple))
@@ -1493,16 +1501,31 @@ class MathEquivalence:
         if not golds:
             # A gold that is there but blank: no answer equals it (math-verify
             # scores it 0 too); an example cannot pass on a missing answer key.
-            return {"math_equiv": 0.0}
+            return {"math_equiv": 0.0}, {"reason": "the gold answer is blank"}
         response = _as_text(processed.get("response"))
         if not response.strip():
-            return {"math_equiv": 0.0}
+            return {"math_equiv": 0.0}, {"reason": "the response is empty"}
         pred = _prepare(response)
         comparer = _Comparer(self.timeout)
+        prepared = []
         for gold in golds:
-            if _equivalent(_prepare(gold), pred, comparer):
-                return {"math_equiv": 1.0}
-        return {"math_equiv": 0.0}
+            prepared.append(_prepare(gold))
+            if _equivalent(prepared[-1], pred, comparer):
+                return {"math_equiv": 1.0}, {}
+        # Imported here: the SymPy worker runs this file on its own, outside the
+        # package.
+        from ..details import clip
+
+        shown = [p[0] for p in prepared]
+        details: dict[str, Any] = {
+            "reason": ("no final answer found in the response" if not pred[0] else
+                       f"{clip(pred[0], 80)} is not equivalent to "
+                       + (clip(shown[0], 80) if len(shown) == 1 else
+                          "any gold answer")),
+            "extracted": pred[0] or "none",
+            "gold": shown[0] if len(shown) == 1 else shown,
+        }
+        return {"math_equiv": 0.0}, details
 
 
 @functools.lru_cache(maxsize=2048)

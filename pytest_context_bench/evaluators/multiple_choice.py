@@ -530,9 +530,27 @@ class MultipleChoiceAccuracy:
             of its choices.
         :raises TypeError: if the example's ``choices`` is not a list.
         """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why (empty when right): ``given``
+        (the letter read from the response, or ``"none recognised"``),
+        ``expected`` and ``choices`` (letter to text, when the example has them).
+
+        :param original: the example; ``"correct_letter"`` is the gold letter and
+            ``"choices"`` (optional) the list of option texts.
+        :param processed: what the System returned; its ``"response"`` is judged.
+        :return: the scores (as :meth:`score`) and the details; ``({}, {})``
+            when the example has no correct letter.
+        :raises ValueError: if the example's ``correct_letter`` is not a letter
+            of its choices.
+        :raises TypeError: if the example's ``choices`` is not a list.
+        """
         raw_correct = original.get("correct_letter")
         if raw_correct is None or not str(raw_correct).strip():
-            return {}
+            return {}, {}
         correct = str(raw_correct).strip().upper()
         if len(correct) != 1 or correct not in _LETTERS:
             raise ValueError(
@@ -555,4 +573,17 @@ class MultipleChoiceAccuracy:
             )
 
         chosen = extract_choice(processed.get("response"), n_choices=n, choices=choices)
-        return {"mc_accuracy": 1.0 if chosen == correct else 0.0}
+        if chosen == correct:
+            return {"mc_accuracy": 1.0}, {}
+        details: dict[str, Any] = {
+            "reason": (f"chose {chosen}, the answer is {correct}" if chosen else
+                       "no choice recognised in the response, the answer is "
+                       + correct),
+            "given": chosen or "none recognised",
+            "expected": correct,
+        }
+        if choices:
+            details["choices"] = {
+                _LETTERS[i]: str(text) for i, text in enumerate(choices[:n])
+            }
+        return {"mc_accuracy": 0.0}, details

@@ -628,6 +628,14 @@ class NLILabelMatch:
             cannot be judged.
         :raises ValueError: when ``labels`` is malformed or lacks the gold.
         """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why (empty when right): ``given``
+        (the label read from the response, or ``"none recognised"``) and
+        ``expected`` (the gold label, or labels)."""
         raw_gold = original.get("answer")
         golds: list[object]
         if isinstance(raw_gold, (list, tuple)):
@@ -636,7 +644,7 @@ class NLILabelMatch:
             golds = [raw_gold]
         golds = [g for g in golds if g is not None and str(g).strip()]
         if not golds:
-            return {}
+            return {}, {}
 
         raw_labels = original.get("labels")
         targets: list[tuple[tuple[str, ...], int]] = []
@@ -656,8 +664,21 @@ class NLILabelMatch:
                 if found is not None:
                     targets.append(found)
             if not targets:
-                return {}
+                return {}, {}
 
         response = processed.get("response")
-        hit = any(_extract_index(response, lab) == i for lab, i in targets)
-        return {"nli_accuracy": 1.0 if hit else 0.0}
+        given = [_extract_index(response, lab) for lab, _ in targets]
+        if any(g == i for g, (_, i) in zip(given, targets)):
+            return {"nli_accuracy": 1.0}, {}
+        expected = [lab[i] for lab, i in targets]
+        said = next((targets[n][0][g] for n, g in enumerate(given) if g is not None),
+                    None)
+        details: dict[str, Any] = {
+            "reason": (f"the response says {said}, the gold label is "
+                       if said is not None else
+                       "no label recognised in the response, the gold label is ")
+            + " or ".join(expected),
+            "given": said if said is not None else "none recognised",
+            "expected": expected[0] if len(expected) == 1 else expected,
+        }
+        return {"nli_accuracy": 0.0}, details

@@ -485,14 +485,23 @@ class SummarizationQuality:
         :param processed: what the System returned; its ``"response"`` is judged.
         :return: the six ROUGE keys, or ``{}`` when the example has no reference.
         """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why ROUGE-L F1 is below 1 (else
+        empty): ``common_tokens`` (the longest common subsequence, in tokens),
+        ``reference_tokens`` and ``response_tokens`` (of the reference with the best
+        ROUGE-L F1)."""
         raw_answer = original.get("answer")
         if raw_answer is None:
-            return {}
+            return {}, {}
         targets: list[str]
         if isinstance(raw_answer, (list, tuple)):
             targets = [_as_text(a) for a in raw_answer if a is not None]
             if not targets:
-                return {}
+                return {}, {}
         else:
             targets = [_as_text(raw_answer)]
         pred_sents = _sentences(_as_text(processed.get("response")))
@@ -500,9 +509,11 @@ class SummarizationQuality:
         # "\n" is a separator and lower() maps characters one by one.
         pred_tokens = [tok for sent in pred_sents for tok in sent]
         per_target: list[tuple[_Score, _Score]] = []
+        sizes: list[int] = []
         for target in targets:
             target_sents = _sentences(target)
             target_tokens = [tok for sent in target_sents for tok in sent]
+            sizes.append(len(target_tokens))
             per_target.append(
                 (
                     _score_l(target_tokens, pred_tokens),
@@ -514,4 +525,20 @@ class SummarizationQuality:
         best_lsum = max((pair[1] for pair in per_target), key=lambda s: s[2])
         out = dict(zip(_KEYS_L, best_l, strict=True))
         out.update(zip(_KEYS_LSUM, best_lsum, strict=True))
-        return {k: float(v) for k, v in out.items()}
+        scores = {k: float(v) for k, v in out.items()}
+        if scores["rouge_l_f1"] >= 1.0:
+            return scores, {}
+        n_ref = sizes[[pair[0] for pair in per_target].index(best_l)]
+        n_pred = len(pred_tokens)
+        if not n_pred:
+            return scores, {"reason": "the response has no token",
+                            "reference_tokens": n_ref}
+        common = round(best_l[1] * n_ref)  # recall = LCS / reference tokens
+        return scores, {
+            "reason": (f"the longest common subsequence has {common} tokens, of the "
+                       f"reference's {n_ref} and the response's {n_pred} "
+                       f"(ROUGE-L F1 {scores['rouge_l_f1']:.3g})"),
+            "common_tokens": common,
+            "reference_tokens": n_ref,
+            "response_tokens": n_pred,
+        }

@@ -749,12 +749,15 @@ def _attach(
     overall = next((s for s in ("error", "below", "unscored") if s in statuses), "pass")
     if overall == "below" and spec.strict and report.passed:
         report.outcome = "failed"
-        lines = [
-            f"{r.system}: {r.metadata.get('score_field')} = {r.scores.get(r.metadata.get('score_field', 'f1'), float('nan')):.4f}"
-            f" < threshold {spec.threshold:g}"
-            for (_, r), st in zip(recorder.rows, statuses)
-            if st == "below"
-        ]
+        lines = []
+        for (_, r), st in zip(recorder.rows, statuses):
+            if st != "below":
+                continue
+            lines.append(
+                f"{r.system}: {r.metadata.get('score_field')} = {r.scores.get(r.metadata.get('score_field', 'f1'), float('nan')):.4f}"
+                f" < threshold {spec.threshold:g}"
+            )
+            lines.extend(_details_text(r.metadata))
         report.longrepr = "below threshold (--ctxbench-strict):\n" + "\n".join(lines)
     payload: dict[str, Any] = {"v": WIRE_VERSION, "status": overall, "rows": rows}
     _add_properties(item_properties, recorder.rows, statuses)
@@ -764,6 +767,18 @@ def _attach(
         state.sent_origins.add(spec.origin)
         payload["suite"] = _suite_wire(spec, state)
     setattr(report, REPORT_ATTR, payload)
+
+
+def _details_text(metadata: dict[str, Any]) -> list[str]:
+    """Why a row scored as it did, for pytest's failure text: each evaluator's
+    reason, then its message and ``key: value`` lines, indented; values capped
+    and escaped (they quote the model's text), one line each."""
+    from ..details import explain_lines
+
+    return [
+        "  " * (level + 1) + inert(" ".join(text.split()))
+        for level, text in explain_lines(metadata, metadata.get("score_field"))
+    ]
 
 
 def _suite_wire(spec: SuiteSpec, state: State) -> dict[str, Any]:

@@ -38,6 +38,7 @@ FLIPPED_SHOWN = 20
 #: GitHub refuses longer comments; the summary stays below this.
 MAX_CHARS = 60_000
 _CELL = 120
+_REASON = 600  # characters of a worst example's reason (with its details)
 
 _SPECIAL = re.compile(r"([\\`*_\[\]|~])")
 # An @ that GitHub could read as a mention of a user or a team (@name, @org/team).
@@ -95,8 +96,9 @@ def _row_score(row: Mapping[str, Any]) -> float | None:
 
 
 def row_reason(row: Mapping[str, Any], threshold: float) -> str:
-    """One line: the error, or the score against the threshold and an evaluator's
-    explanation (CodeExecution's sandbox reason)."""
+    """One line: the error, or the score against the threshold and the evaluators'
+    details (docs/evaluators.md): the reason, the message, then ``key: value``
+    pairs, the evaluator of the primary score first."""
     err = row.get("error")
     if err:
         where = err.get("where")
@@ -111,12 +113,13 @@ def row_reason(row: Mapping[str, Any], threshold: float) -> str:
         if score is not None
         else f"no {field} score"
     ]
-    for name, details in meta.items():
-        if isinstance(details, dict) and details.get("reason"):
-            parts.append(
-                f"{name}: {details['reason']}"
-                + (f" ({details['message']})" if details.get("message") else "")
-            )
+    from ..details import explain_lines
+
+    for level, text in explain_lines(meta, meta.get("score_field"), limit=120):
+        if level == 0:
+            parts.append(text)
+        else:  # the message and the other keys, after their evaluator's reason
+            parts[-1] += " · " + text
     return "; ".join(parts)
 
 
@@ -292,7 +295,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
                 f"{md_escape(r.get('dataset'), 40)}/{md_escape(r.get('example_id'), 60)}",
                 md_escape(r.get("status")),
                 _num(_row_score(r)),
-                md_escape(row_reason(r, thresholds.get(r.get("suite"), 0.7)), 160),
+                md_escape(row_reason(r, thresholds.get(r.get("suite"), 0.7)), _REASON),
                 md_escape(r.get("response", ""), 80),
             ]
             for r in bad[:WORST_SHOWN]

@@ -14,7 +14,10 @@ from tabulate import tabulate
 from .._text import inert
 from .run import RunReport
 
-__all__ = ["render_lines", "fmt_value", "fit_table", "example_lines", "example_reason", "COLUMNS"]
+__all__ = [
+    "render_lines", "fmt_value", "fit_table", "example_lines", "example_reason",
+    "details_lines", "COLUMNS",
+]
 
 # (summary key, column header, kind): headers a newcomer can read without the docs.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -131,16 +134,37 @@ def example_reason(rec: Any, threshold: float) -> str:
     field = row.metadata.get("score_field") or "score"
     value = row.scores.get(field)
     parts = [f"{field} = {value:.3g} < {threshold:g}" if value is not None else f"no {field} score"]
-    for name, details in row.metadata.items():
-        # An evaluator's explanation (CodeExecution: the sandbox's reason).
-        if isinstance(details, dict) and details.get("reason"):
-            why = f"{name}: {details['reason']}"
-            if details.get("message"):
-                why += f" ({details['message']})"
-            parts.append(why)
+    # The evaluators' own explanations follow on lines of their own
+    # (example_lines, details_lines).
     if rec.io:
         parts.append(f"response {_quote(rec.io.get('response'))}, expected {_quote(rec.io.get('reference'))}")
     return "; ".join(parts)
+
+
+#: Lines of an evaluator's details shown per example without -v (after its reason).
+DETAIL_KEYS_SHOWN = 4
+
+
+def details_lines(rec: Any, *, width: int | None = None, verbose: int = 0) -> list[str]:
+    """An example's evaluator details, indented under its line: the reason of the
+    evaluator that produced the primary score, then its message and
+    ``key: value`` lines (the first :data:`DETAIL_KEYS_SHOWN` without ``-v``; with
+    ``-v`` every evaluator's, whole). Each line escaped, then fitted to ``width``."""
+    from ..details import explain_lines
+
+    row = rec.row
+    if row.error is not None:
+        return []
+    lines = explain_lines(
+        row.metadata,
+        row.metadata.get("score_field"),
+        first_only=verbose <= 0,
+        max_keys=None if verbose > 0 else DETAIL_KEYS_SHOWN,
+        limit=2000 if verbose > 0 else 300,
+    )
+    return [
+        _one_line(" " * (6 + 2 * level) + inert(text), width) for level, text in lines
+    ]
 
 
 def example_lines(report: RunReport, *, width: int | None = None, verbose: int = 0) -> list[tuple[str, dict[str, Any]]]:
@@ -164,7 +188,11 @@ def example_lines(report: RunReport, *, width: int | None = None, verbose: int =
             if several_suites:
                 name = f"{rec.suite}: {name}"
             reason = example_reason(rec, thresholds.get(rec.suite, 0.7))
-            lines.append((_one_line(f"  {word} {name}: {reason}", width), markup))
+            # Escaped before it is fitted: an escape is wider than the character.
+            line = _one_line(inert(f"  {word} {name}: {reason}"), width)
+            lines.append((line, markup))
+            explained = details_lines(rec, width=width, verbose=verbose)
+            lines.extend((text, {}) for text in explained)
         if len(shown) < len(recs):
             lines.append((f"  ... and {len(recs) - len(shown)} more (-v lists them all; the JSON report has every row)", {}))
     return lines

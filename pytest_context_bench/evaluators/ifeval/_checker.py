@@ -78,6 +78,51 @@ def _checks(original: dict[str, Any], ids: object) -> list[Check]:
     return checks
 
 
+def _why_failed(
+    original: dict[str, Any], ids: list[Any], failed: list[int],
+    failed_loose: list[int], response: str,
+) -> dict[str, Any]:
+    """The details of the instructions not followed (positions in ``ids``)."""
+    raw_kwargs = original.get("kwargs") or []
+    names = [str(ids[n]) for n in failed]
+    details: dict[str, Any] = {
+        "reason": (f"{len(failed)} of {len(ids)} instruction"
+                   f"{'s' * (len(ids) != 1)} not followed"
+                   + ("" if failed_loose else " (followed loosely)")
+                   + ("; the response is empty" if not response.strip() else "")),
+        "failed": names,
+    }
+    if failed_loose != failed:
+        details["failed_loose"] = [str(ids[n]) for n in failed_loose]
+    why = []
+    for n in failed:
+        kwargs = raw_kwargs[n] if n < len(raw_kwargs) else None
+        asked = ", ".join(f"{k}={v!r}" for k, v in (kwargs or {}).items()
+                          if v is not None)
+        parts = [f"asked {asked}"] if asked else []
+        measured = _measured(str(ids[n]), response)
+        if measured:
+            parts.append(f"the response has {measured}")
+        if parts:
+            why.append(f"{ids[n]}: {'; '.join(parts)}")
+    if why:
+        details["why"] = why
+    return details
+
+
+def _measured(instruction_id: str, response: str) -> str | None:
+    """What the response has of the quantity a counting instruction checks."""
+    from ._text import count_sentences, count_words
+
+    if instruction_id == "length_constraints:number_words":
+        return f"{count_words(response)} words"
+    if instruction_id == "length_constraints:number_sentences":
+        return f"{count_sentences(response)} sentences"
+    if instruction_id == "punctuation:no_comma":
+        return f"{response.count(',')} commas"
+    return None
+
+
 class IFEvalChecker:
     """Google's IFEval: does the response follow every verifiable instruction?
 
@@ -128,9 +173,20 @@ class IFEvalChecker:
         :raises LanguageDetectionUnavailableError: the example asks for
             ``language:response_language`` and langdetect is not installed.
         """
+        return self.score_details(original, processed)[0]
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any]]:
+        """Like :meth:`score`, also returning why (empty when every instruction is
+        followed strictly): ``failed`` (the ids not followed, strict),
+        ``failed_loose`` (those not followed even loosely, when that differs) and
+        ``why`` (per failed instruction, its arguments and, for counts the checker
+        measures, what the response has).
+        """
         ids = original.get("instruction_id_list")
         if ids is None:
-            return {}
+            return {}, {}
         checks = _checks(original, ids)
         if not checks:
             return dict.fromkeys(
@@ -141,24 +197,32 @@ class IFEvalChecker:
                     "ifeval_inst_loose",
                 ),
                 1.0,
-            )
+            ), {}
         response = _response_text(processed)
         variants: list[str] | None = None
         strict = loose = 0
-        for check in checks:
+        failed: list[int] = []
+        failed_loose: list[int] = []
+        for n, check in enumerate(checks):
             if response.strip() and check(response):
                 strict += 1
                 loose += 1
                 continue
+            failed.append(n)
             if variants is None:
                 # The first variant is the response itself, already tried.
                 variants = [v for v in loose_variants(response)[1:] if v.strip()]
             if any(check(v) for v in variants):
                 loose += 1
+            else:
+                failed_loose.append(n)
         total = len(checks)
-        return {
+        scores = {
             "ifeval_strict": 1.0 if strict == total else 0.0,
             "ifeval_loose": 1.0 if loose == total else 0.0,
             "ifeval_inst_strict": strict / total,
             "ifeval_inst_loose": loose / total,
         }
+        if not failed:
+            return scores, {}
+        return scores, _why_failed(original, list(ids), failed, failed_loose, response)

@@ -179,6 +179,13 @@ class SandboxResult:
     :param output_bytes: how many bytes the program wrote in all.
     :param exit_code: the exit status, when the process exited.
     :param signal: the signal number, when the process was killed by one.
+    :param test_line: the line of the test code that was running when the tests
+        failed, from the judge's own traceback (never from the program).
+    :param raised_by: ``"program"`` when the failing exception was raised by the
+        program's code (its message is the program's text), ``"tests"`` when by
+        the test code itself; ``None`` when unknown or no exception.
+    :param output_tail: the last 4 KiB of the output, when it was longer than
+        ``output_cap`` (else empty: ``output`` holds it all).
     """
 
     passed: bool
@@ -192,6 +199,9 @@ class SandboxResult:
     output_bytes: int = 0
     exit_code: int | None = None
     signal: int | None = None
+    test_line: int | None = None
+    raised_by: str | None = None
+    output_tail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict of every field."""

@@ -1013,6 +1013,7 @@ class Forker:
         cap = int(req["output_cap"])
         deadline = started + timeout
         out = bytearray()
+        out_end = bytearray()  # the last OUTPUT_TAIL bytes, past the cap
         out_total = 0
         reports: list[str] = []
         rep_tail = b""
@@ -1053,6 +1054,9 @@ class Forker:
                 out_total += len(data)
                 if len(out) < cap:
                     out.extend(data[: cap - len(out)])
+                if out_total > cap:
+                    out_end.extend(data[-OUTPUT_TAIL:])
+                    del out_end[:-OUTPUT_TAIL]
             else:
                 lines = (rep_tail + data).split(b"\n")
                 rep_tail = lines.pop()
@@ -1121,7 +1125,7 @@ class Forker:
             os.close(fd)
         if decided():  # killed after its report: the judge's status says nothing
             return verdict(None, None, timed_out, duration, reports, bytes(out),
-                           out_total)
+                           out_total, bytes(out_end))
         program: int | None = statuses[pid]
         if not program_alone and os.WIFSIGNALED(statuses[pid]) and \
                 os.WTERMSIG(statuses[pid]) == signal.SIGKILL:
@@ -1129,7 +1133,7 @@ class Forker:
         # Otherwise it had ended on its own (a closed channel reaches the judge while
         # the program's exit is under way, before the forker can reap it).
         return verdict(statuses[jpid], program, timed_out, duration, reports,
-                       bytes(out), out_total)
+                       bytes(out), out_total, bytes(out_end))
 
 
 def abandon(pids: list[int], namespaces: bool) -> NoReturn:
@@ -1160,8 +1164,13 @@ def signal_name(sig: int) -> str:
         return str(sig)
 
 
+#: Bytes kept of the end of a program's output, past ``output_cap``.
+OUTPUT_TAIL = 4096
+
+
 def verdict(judge: int | None, program: int | None, timed_out: bool, duration: float,
-            lines: list[str], output: bytes, output_total: int) -> dict[str, Any]:
+            lines: list[str], output: bytes, output_total: int,
+            output_end: bytes = b"") -> dict[str, Any]:
     """The answer, from the judge's reports and the two processes' exit statuses.
 
     ``program`` is the program's wait status when it ended on its own (None when
@@ -1176,6 +1185,7 @@ def verdict(judge: int | None, program: int | None, timed_out: bool, duration: f
         "duration": round(duration, 6),
         "output": text,
         "output_bytes": output_total,
+        "output_tail": output_end.decode("utf-8", "replace"),
         "exit_code": None,
         "signal": None,
     }
@@ -1206,6 +1216,12 @@ def verdict(judge: int | None, program: int | None, timed_out: bool, duration: f
         kind, body = final
         result.update({k: v for k, v in body.items()
                        if k in ("message", "exception", "stage", "where")})
+        # The judge's own findings, never relayed from the program: the line of
+        # the tests that failed, and whether the program raised the exception.
+        if type(body.get("test_line")) is int:
+            result["test_line"] = body["test_line"]
+        if body.get("raised_by") in ("program", "tests"):
+            result["raised_by"] = body["raised_by"]
         result["reason"] = REPORT_REASONS.get(kind, "exception")
         return result
     if final is not None:  # GONE: the program stopped answering the tests
@@ -2214,9 +2230,19 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
         exit_now(0 if kind == "PASS" else 1)
 
     def fail(exc: BaseException, stage: str) -> NoReturn:
+        # The line of the tests that was running, from this process's own
+        # traceback (the program's reply can name any line in "where").
+        line = innermost(exc, "test.py")
+        found: dict[str, Any] = {}
+        if line is not None:
+            found["test_line"] = int(line.rpartition(":")[2])
         if peer.failure:
-            report(*peer.failure[0])
-        report(failure_kind(exc), describe(exc, stage, "test.py"))
+            kind, body = peer.failure[0]
+            if kind in ("EXIT", "ERROR"):  # the program's exception
+                found["raised_by"] = "program"
+            report(kind, {**body, **found})
+        found["raised_by"] = "program" if getattr(exc, "ctx_name", None) else "tests"
+        report(failure_kind(exc), {**describe(exc, stage, "test.py"), **found})
 
     try:
         test_code = compile(spec["test"], "test.py", "exec", dont_inherit=True)
