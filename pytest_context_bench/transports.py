@@ -47,12 +47,16 @@ from __future__ import annotations
 import json
 import logging
 import re
+import sys
 import time
 import warnings
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
+
+if TYPE_CHECKING:
+    import httpx2
 
 from . import __version__
 from .cache import (
@@ -83,6 +87,7 @@ __all__ = [
     "UnknownCaller",
     "async_http_client",
     "http_client",
+    "httpx2_transports",
     "sse_events",
     "stream_usage",
     "usage_of",
@@ -827,26 +832,66 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
         await self.transport.aclose()
 
 
-def http_client(cache: Any = _DEFAULT, **kwargs: Any) -> httpx.Client:
+@overload
+def http_client(
+    cache: Any = ..., *, flavor: Literal["httpx"] = ..., **kwargs: Any
+) -> httpx.Client: ...
+@overload
+def http_client(
+    cache: Any = ..., *, flavor: Literal["httpx2"], **kwargs: Any
+) -> httpx2.Client: ...
+def http_client(cache: Any = _DEFAULT, *, flavor: str = "httpx", **kwargs: Any) -> Any:
     """An :class:`httpx.Client` whose requests go through the run's LLM cache.
 
     ``OpenAI(http_client=http_client())`` caches and meters a System's own OpenAI-SDK
     calls like the built-in ones.
 
     :param cache: as in :class:`CacheTransport` (default: the run's cache).
-    :param kwargs: passed to :class:`httpx.HTTPTransport` when they configure it
-        (``limits``, ``verify``, ``http2``, ``retries``...), else to
-        :class:`httpx.Client` (``timeout``, ``headers``...).
+    :param flavor: ``"httpx"`` (default) or ``"httpx2"``: an ``httpx2.Client`` for
+        SDKs built on ``httpx2`` (anthropic >= 2 refuses an ``httpx.Client``),
+        through the same cache and meter (:func:`httpx2_transports`); ``httpx2`` is
+        imported only then.
+    :param kwargs: passed to the flavor's ``HTTPTransport`` when they configure it
+        (``limits``, ``verify``, ``http2``, ``retries``...), else to its ``Client``
+        (``timeout``, ``headers``...).
+    :raises ValueError: an unknown ``flavor``.
+    :raises ImportError: ``flavor="httpx2"`` without the ``httpx2`` package.
     """
+    if flavor != "httpx":
+        sync, _ = httpx2_transports(flavor)
+        module = sys.modules["httpx2"]
+        inner, outer = _split(kwargs)
+        return module.Client(
+            transport=sync(module.HTTPTransport(**inner), cache), **outer
+        )
     inner, outer = _split(kwargs)
     return httpx.Client(
         transport=CacheTransport(httpx.HTTPTransport(**inner), cache), **outer
     )
 
 
-def async_http_client(cache: Any = _DEFAULT, **kwargs: Any) -> httpx.AsyncClient:
+@overload
+def async_http_client(
+    cache: Any = ..., *, flavor: Literal["httpx"] = ..., **kwargs: Any
+) -> httpx.AsyncClient: ...
+@overload
+def async_http_client(
+    cache: Any = ..., *, flavor: Literal["httpx2"], **kwargs: Any
+) -> httpx2.AsyncClient: ...
+def async_http_client(
+    cache: Any = _DEFAULT, *, flavor: str = "httpx", **kwargs: Any
+) -> Any:
     """The :class:`httpx.AsyncClient` twin of :func:`http_client`
-    (``AsyncOpenAI(http_client=async_http_client())``)."""
+    (``AsyncOpenAI(http_client=async_http_client())``;
+    ``AsyncAnthropic(http_client=async_http_client(flavor="httpx2"))``)."""
+    if flavor != "httpx":
+        _, asynchronous = httpx2_transports(flavor)
+        module = sys.modules["httpx2"]
+        inner, outer = _split(kwargs)
+        return module.AsyncClient(
+            transport=asynchronous(module.AsyncHTTPTransport(**inner), cache),
+            **outer,
+        )
     inner, outer = _split(kwargs)
     return httpx.AsyncClient(
         transport=AsyncCacheTransport(httpx.AsyncHTTPTransport(**inner), cache), **outer
@@ -871,3 +916,63 @@ def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     if "trust_env" in inner:
         outer["trust_env"] = inner["trust_env"]
     return inner, outer
+
+
+#: the ``flavor=`` values of :func:`http_client` and :func:`async_http_client`.
+FLAVORS = ("httpx", "httpx2")
+_HTTPX2: list[tuple[type[Any], type[Any]]] = []
+
+
+def httpx2_transports(flavor: str = "httpx2") -> tuple[type[Any], type[Any]]:
+    """(sync, async) cache transports for ``httpx2`` clients: :class:`CacheTransport`
+    and :class:`AsyncCacheTransport` made ``httpx2`` transports, whose responses are
+    ``httpx2`` ones (the same cache, keys, meter and streams). Built on first use,
+    so ``httpx2`` is imported only when asked for.
+
+    :raises ValueError: a flavor other than those of :data:`FLAVORS`.
+    :raises ImportError: ``httpx2`` is not installed.
+    """
+    if flavor not in FLAVORS:
+        raise ValueError(
+            f"flavor must be one of {', '.join(map(repr, FLAVORS))}, given {flavor!r}:"
+            " 'httpx2' for SDKs built on httpx2 (anthropic >= 2, openai >= 3),"
+            " 'httpx' for the others."
+        )
+    if _HTTPX2:
+        return _HTTPX2[0]
+    try:
+        import httpx2
+    except ImportError:
+        raise ImportError(
+            "http_client(flavor='httpx2') needs the httpx2 package, which is not"
+            " installed: pip install httpx2 (the anthropic and openai SDKs that need"
+            " it install it)."
+        ) from None
+
+    class Httpx2CacheTransport(CacheTransport, httpx2.BaseTransport):  # type: ignore[misc]
+        """:class:`CacheTransport` for ``httpx2.Client``."""
+
+        def __init__(
+            self, transport: Any = None, cache: Any = _DEFAULT
+        ) -> None:
+            # An httpx2 transport: used through the same calls (duck-typed).
+            inner: Any = transport if transport is not None else httpx2.HTTPTransport()
+            self.transport = inner
+            self._core = _Core(cache, httpx2)
+
+    class AsyncHttpx2CacheTransport(  # type: ignore[misc]
+        AsyncCacheTransport, httpx2.AsyncBaseTransport
+    ):
+        """:class:`AsyncCacheTransport` for ``httpx2.AsyncClient``."""
+
+        def __init__(
+            self, transport: Any = None, cache: Any = _DEFAULT
+        ) -> None:
+            # An httpx2 transport: used through the same calls (duck-typed).
+            inner: Any = transport if transport is not None else httpx2.AsyncHTTPTransport()
+            self.transport = inner
+            self._core = _Core(cache, httpx2)
+
+    made = (Httpx2CacheTransport, AsyncHttpx2CacheTransport)
+    _HTTPX2.append(made)
+    return made
