@@ -66,8 +66,8 @@ def parse_price(spec: str) -> tuple[str, Price]:
     model, sep, numbers = str(spec).rpartition("=")
     parts = numbers.split("/")
     form = (
-        "MODEL=IN/OUT, MODEL=IN/OUT/CACHED or MODEL=IN/OUT/CACHED/CACHE_WRITE"
-        " (US dollars per million tokens)"
+        "MODEL=IN/OUT or MODEL=IN/OUT/CACHED[/CACHE_WRITE] (US dollars per million"
+        " tokens)"
     )
     if not sep or not model.strip() or len(parts) not in (2, 3, 4):
         raise ValueError(f"expected {form}, given: {spec!r}")
