@@ -393,3 +393,85 @@ def test_fake_endpoint_command_refuses_a_bad_port_or_latency(
         taken.listen()
         assert main(["--port", str(taken.getsockname()[1])]) == 4
     assert "cannot listen on 127.0.0.1" in capsys.readouterr().err
+
+
+# -- in a pytest run: rows, "calls sent", strict replay, under -n 2 ---------------------
+
+STREAMING_SYSTEM = '''
+import pytest
+from openai import OpenAI
+
+
+@pytest.fixture(scope="session")
+def ctxbench_http_flavor():
+    return "httpx2"  # the fixture's choice: an httpx2.Client
+
+
+class Streamer:
+    name = "streamer"
+
+    def __init__(self, client):
+        self.client = client
+
+    def process(self, example):
+        extra = {"stream_options": {"include_usage": True}} if example["id"] != "q-2" else {}
+        stream = self.client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": example["question"]}],
+            stream=True, **extra,
+        )
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+        return {**example, "response": text}
+
+
+@pytest.fixture(scope="session")
+def ctxbench_system(ctxbench_http_client):
+    import httpx2
+    assert isinstance(ctxbench_http_client, httpx2.Client)
+    return Streamer(OpenAI(base_url="{url}/v1", api_key="k", max_retries=0,
+                           http_client=ctxbench_http_client))
+'''
+
+
+def test_streamed_calls_are_rows_usage_and_calls_sent_and_replay_sends_none(
+    pytester: pytest.Pytester,
+) -> None:
+    pytest.importorskip("httpx2")
+    rows = [
+        {"id": f"q-{i}", "question": f"Capital of country {i}?", "answer": f"city {i}"}
+        for i in range(1, 5)
+    ]
+    pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
+    out = pytester.path / "out.json"
+
+    def answer(request: Any) -> Reply:
+        n = request.messages[-1]["content"].split()[-1].rstrip("?")
+        return Reply(text=f"city {n}", usage={"prompt_tokens": 9, "completion_tokens": 2})
+
+    with FakeLLM(handler=answer) as llm:
+        pytester.makeconftest(STREAMING_SYSTEM.replace("{url}", llm.base_url))
+        args = ["--ctxbench-dataset=qa.jsonl", f"--ctxbench-json={out}"]
+        first = pytester.runpytest_subprocess(*args)
+        assert first.ret == 0, first.stdout.str()
+        first.stdout.fnmatch_lines(["LLM cache once*: 0 hits, 4 misses, 4 calls sent*"])
+        recorded = json.loads(out.read_text())
+        second = pytester.runpytest_subprocess(*args, "-n", "2", "--ctxbench-cache=replay")
+        assert second.ret == 0, second.stdout.str()
+        assert len(llm.requests) == 4 and all(r.json["stream"] for r in llm.requests)
+    second.stdout.fnmatch_lines(["LLM cache replay*: 4 hits, 0 misses, 0 calls sent*"])
+    replayed = json.loads(out.read_text())
+    usage = {r["example_id"]: r["metadata"]["llm_usage"] for r in recorded["rows"]}
+    assert usage["q-1"]["calls"] == 1 and usage["q-1"]["prompt_tokens"] == 9
+    assert "estimated" not in usage["q-1"]
+    # q-2 asked for no usage chunk: counted with the tokenizer, and said so
+    assert usage["q-2"]["estimated"] == 1
+    assert usage["q-2"]["completion_tokens"] == count_tokens("city 2")
+    again = {r["example_id"]: r["metadata"]["llm_usage"] for r in replayed["rows"]}
+    assert all(u["cache_hits"] == 1 and u["calls"] == 0 for u in again.values())
+    assert {k: v["scores"] for k, v in _by_id(replayed).items()} == {
+        k: v["scores"] for k, v in _by_id(recorded).items()
+    }
+    assert recorded["llm"]["calls_sent"] == 4 and replayed["llm"]["calls_sent"] == 0
+
+
+def _by_id(doc: dict[str, Any]) -> dict[str, Any]:
+    return {r["example_id"]: r for r in doc["rows"]}
