@@ -179,10 +179,11 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
         return None
     model = request_model or data.get("model")
     name = str(model) if model else ""
-    details = raw.get("prompt_tokens_details")
+    side = "prompt" if raw.get("prompt_tokens_details") is not None else "input"
+    details = raw.get(f"{side}_tokens_details")  # input_: OpenAI's Responses API
     cached = 0
     if isinstance(details, dict):
-        where = "usage.prompt_tokens_details.cached_tokens"
+        where = f"usage.{side}_tokens_details.cached_tokens"
         cached = _count(details.get("cached_tokens"), where, name)
     prompt = "prompt_tokens" if raw.get("prompt_tokens") is not None else "input_tokens"
     completion = (
@@ -583,6 +584,18 @@ def stream_usage(
         if not isinstance(value, dict):
             continue
         kind = value.get("type", name)
+        if kind == "response.completed" and isinstance(value.get("response"), dict):
+            # OpenAI's Responses API: the usage comes with the whole response
+            done = value["response"]
+            model = done.get("model", model)
+            if isinstance(done.get("usage"), dict):
+                raw = dict(done["usage"])
+            continue
+        if kind == "response.output_text.delta" and isinstance(
+            value.get("delta"), str
+        ):
+            pieces.append(value["delta"])
+            continue
         if kind == "message_start" and isinstance(value.get("message"), dict):
             message = value["message"]
             model = message.get("model", model)

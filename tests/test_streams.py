@@ -310,7 +310,8 @@ def test_flavor_is_checked_and_httpx2_only_imported_when_asked() -> None:
         " c2 = p.http_client(flavor='httpx2'); print(type(c2).__module__)"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().startswith("httpx2")
@@ -475,3 +476,36 @@ def test_streamed_calls_are_rows_usage_and_calls_sent_and_replay_sends_none(
 
 def _by_id(doc: dict[str, Any]) -> dict[str, Any]:
     return {r["example_id"]: r for r in doc["rows"]}
+
+
+def test_stream_usage_of_the_three_event_shapes() -> None:
+    from pytest_context_bench.transports import stream_usage
+
+    def sse(*events: tuple[str, Any]) -> bytes:
+        return b"".join(
+            (f"event: {n}\n" if n else "").encode() + f"data: {json.dumps(d)}\n\n".encode()
+            for n, d in events
+        )
+
+    responses = sse(
+        ("response.output_text.delta", {"type": "response.output_text.delta", "delta": "Pa"}),
+        ("response.completed", {"type": "response.completed", "response": {
+            "model": "gpt-x", "usage": {"input_tokens": 30, "output_tokens": 2,
+                                        "input_tokens_details": {"cached_tokens": 10}}}}),
+    )
+    got, estimated = stream_usage(responses, {"input": "hi"})
+    assert not estimated
+    assert usage_of(got, None) == {"model": "gpt-x", "prompt_tokens": 30, "completion_tokens": 2, "cached_tokens": 10}
+    anthropic = sse(
+        ("message_start", {"type": "message_start", "message": {
+            "model": "claude-test", "usage": {**ANTHROPIC_USAGE, "output_tokens": 1}}}),
+        ("content_block_delta", {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "Paris"}}),
+        ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 7}}),
+    )
+    got, estimated = stream_usage(anthropic, {})
+    assert not estimated and usage_of(got, None) == ANTHROPIC_COUNTS
+    # read only partly (abandoned): the completion is counted, the prompt as reported
+    got, estimated = stream_usage(anthropic, {}, complete=False)
+    assert estimated and got["usage"] == {"prompt_tokens": 152, "completion_tokens": count_tokens("Paris")}
+    # \r\n line ends and several data lines are one event
+    assert sse_events(b"event: a\r\ndata: x\r\ndata: y\r\n\r\n: comment\r\n\r\n") == [("a", "x\ny")]
