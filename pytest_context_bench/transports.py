@@ -410,7 +410,6 @@ class _Core:
             )
         return data
 
-
     # -- streamed replies (server-sent events) ---------------------------------------
     def streamed(
         self,
@@ -550,13 +549,18 @@ def sse_events(body: bytes) -> list[tuple[str, str]]:
 
 
 def _texts(value: Any) -> Iterator[str]:
-    """The text of a message's content: a string, or content blocks' ``text``."""
+    """The texts of a prompt: a string, content blocks' ``text``, messages'
+    ``content`` (lists of them too)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, list):
-        for block in value:
-            if isinstance(block, dict) and isinstance(block.get("text"), str):
-                yield block["text"]
+        for item in value:
+            yield from _texts(item)
+    elif isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            yield value["text"]
+        elif "content" in value:
+            yield from _texts(value["content"])
 
 
 def stream_usage(
@@ -629,10 +633,12 @@ def stream_usage(
     from .tokens import count_tokens
 
     asked = request if isinstance(request, dict) else {}
-    prompt = [t for t in _texts(asked.get("system"))]
-    for message in asked.get("messages") or ():
-        if isinstance(message, dict):
-            prompt.extend(_texts(message.get("content")))
+    prompt = [
+        text
+        # chat completions, Anthropic's messages, OpenAI's Responses API
+        for name in ("system", "instructions", "messages", "input")
+        for text in _texts(asked.get(name))
+    ]
     counted: dict[str, Any] = {
         "prompt_tokens": sum(count_tokens(t) for t in prompt),
         "completion_tokens": count_tokens("".join(pieces)),

@@ -290,7 +290,7 @@ class FakeLLM:
             line += f" model={model}"
         if body.get("stream"):
             line += f" stream ({events} events)"
-        self._log(f"{line} -> {status}")
+        self._log(f"{line} -> {status or 'dropped'}")
 
 
 def _chat_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
