@@ -509,3 +509,18 @@ def test_stream_usage_of_the_three_event_shapes() -> None:
     assert estimated and got["usage"] == {"prompt_tokens": 152, "completion_tokens": count_tokens("Paris")}
     # \r\n line ends and several data lines are one event
     assert sse_events(b"event: a\r\ndata: x\r\ndata: y\r\n\r\n: comment\r\n\r\n") == [("a", "x\ny")]
+
+
+def test_the_fixture_refuses_an_unknown_flavor(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "import pytest\n\n"
+        "@pytest.fixture(scope='session')\n"
+        "def ctxbench_http_flavor():\n"
+        "    return 'requests'\n"
+    )
+    pytester.makepyfile("def test_sdk(ctxbench_http_client):\n    pass\n")
+    result = pytester.runpytest_inprocess("-p", "no:randomly")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*ctxbench_http_client: flavor must be one of 'httpx', 'httpx2', given 'requests'*"]
+    )

@@ -665,14 +665,13 @@ def ctxbench_http_client(
 ) -> Generator[Any, None, None]:
     """An ``httpx.Client`` through the run's LLM cache and usage meter:
     ``OpenAI(http_client=ctxbench_http_client)``; an ``httpx2.Client`` when
-    ``ctxbench_http_flavor`` (or an indirect parameter) says ``"httpx2"``:
+    ``ctxbench_http_flavor`` says ``"httpx2"``:
     ``Anthropic(http_client=ctxbench_http_client)``."""
     from ..transports import http_client
 
-    flavor: Any = getattr(request, "param", ctxbench_http_flavor)
     _activate_llm(request.config, request.config.stash[STATE_KEY])
     try:
-        client = http_client(flavor=flavor)
+        client = http_client(flavor=ctxbench_http_flavor)  # type: ignore[call-overload]
     except (ValueError, ImportError) as exc:
         pytest.fail(f"ctxbench_http_client: {exc}", pytrace=False)
     try:
