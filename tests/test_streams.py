@@ -524,3 +524,19 @@ def test_the_fixture_refuses_an_unknown_flavor(pytester: pytest.Pytester) -> Non
     result.stdout.fnmatch_lines(
         ["*ctxbench_http_client: flavor must be one of 'httpx', 'httpx2', given 'requests'*"]
     )
+
+
+def test_a_stream_reporting_a_bad_count_is_an_error_entry_and_not_stored(
+    tmp_path: Path,
+) -> None:
+    cache = LLMCache.in_dir(tmp_path, "once")
+    bad = {"prompt_tokens": -3, "completion_tokens": 7}
+    with FakeLLM(default=Reply(text=ANSWER, usage=bad)) as llm:
+        scope = _scope()
+        with call_scope(scope):
+            _chunks(_sdk(llm, cache), **WITH_USAGE)
+            _chunks(_sdk(llm, cache), **WITH_USAGE)
+        assert len(llm.requests) == 2
+    assert cache.stats.stored == 0
+    assert "usage.prompt_tokens = -3" in scope.usage[0]["bad_usage"]
+    assert usage_summary(scope.usage, {"m": Price(1, 1)})["cost_usd"] is None
