@@ -540,3 +540,37 @@ def test_a_stream_reporting_a_bad_count_is_an_error_entry_and_not_stored(
     assert cache.stats.stored == 0
     assert "usage.prompt_tokens = -3" in scope.usage[0]["bad_usage"]
     assert usage_summary(scope.usage, {"m": Price(1, 1)})["cost_usd"] is None
+
+
+def test_assembled_stream_and_the_echo_reply() -> None:
+    from pytest_context_bench.llm import assemble_stream
+    from pytest_context_bench.testing import RecordedRequest
+    from pytest_context_bench.testing.__main__ import _echo
+
+    said = assemble_stream('data: {"error": {"message": "overloaded"}}\n\n')
+    assert isinstance(said, str) and "overloaded" in said
+    assert isinstance(assemble_stream("data: [DONE]\n\n"), str)
+    whole = assemble_stream(
+        'data: {"model": "m", "choices": [{"index": 0, "delta": {"content": "Pa"}}]}\n\n'
+        'data: {"choices": [{"index": 0, "delta": {"content": "ris"},'
+        ' "finish_reason": "stop"}]}\n\ndata: [DONE]\n\n'
+    )
+    assert whole == {
+        "object": "chat.completion",
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Paris"},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    request = RecordedRequest(
+        "POST", "/v1/messages", {}, {"messages": [
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": [{"type": "text", "text": "last one"}]},
+        ]}, 0,
+    )
+    assert _echo(request).text == "last one"
