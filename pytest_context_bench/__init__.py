@@ -24,10 +24,11 @@ from .outcome import EvalResult
 from .results import EvalRow
 from .types import Evaluator, MemorySystem, Metric, System
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:
     import httpx
+    import httpx2
 
 __all__ = [
     "__version__",
@@ -53,16 +54,30 @@ __all__ = [
 ]
 
 
-def http_client(**kwargs: Any) -> httpx.Client:
+@overload
+def http_client(*, flavor: Literal["httpx"] = ..., **kwargs: Any) -> httpx.Client: ...
+@overload
+def http_client(*, flavor: Literal["httpx2"], **kwargs: Any) -> httpx2.Client: ...
+def http_client(*, flavor: str = "httpx", **kwargs: Any) -> Any:
     """An :class:`httpx.Client` through the run's LLM cache and usage meter, for
-    ``OpenAI(http_client=http_client())``; see :func:`.transports.http_client`."""
+    ``OpenAI(http_client=http_client())``; ``flavor="httpx2"`` gives an
+    ``httpx2.Client`` (``Anthropic(http_client=http_client(flavor="httpx2"))``);
+    see :func:`.transports.http_client`."""
     from .transports import http_client as make
 
-    return make(**kwargs)
+    return make(flavor=flavor, **kwargs)  # type: ignore[call-overload]
 
 
-def async_http_client(**kwargs: Any) -> httpx.AsyncClient:
-    """The :class:`httpx.AsyncClient` twin of :func:`http_client`."""
+@overload
+def async_http_client(
+    *, flavor: Literal["httpx"] = ..., **kwargs: Any
+) -> httpx.AsyncClient: ...
+@overload
+def async_http_client(
+    *, flavor: Literal["httpx2"], **kwargs: Any
+) -> httpx2.AsyncClient: ...
+def async_http_client(*, flavor: str = "httpx", **kwargs: Any) -> Any:
+    """The :class:`httpx.AsyncClient` twin of :func:`http_client` (``flavor`` too)."""
     from .transports import async_http_client as make
 
-    return make(**kwargs)
+    return make(flavor=flavor, **kwargs)  # type: ignore[call-overload]

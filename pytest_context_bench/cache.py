@@ -13,9 +13,9 @@ it for every request. The module promises:
 - **no secret stored**: neither request headers nor the request body are stored (the
   key is a one-way hash); the URL column is :func:`clean_url` (no user info, no
   secret-named parameter); of the response, only its status, content type and body;
-- **only good answers stored**: 2xx JSON replies of non-streaming requests; errors,
-  429/5xx, non-JSON bodies and streaming (``"stream": true`` or
-  ``text/event-stream``) pass through uncached;
+- **only good answers stored**: 2xx JSON replies, and 2xx streamed replies
+  (``text/event-stream``) read to their end, as their events; errors, 429/5xx,
+  non-JSON bodies and streams broken off or abandoned pass through uncached;
 - **a bad file is one clear line**: a file that is not SQLite, a SQLite file of
   another program or one written by a newer schema raises :class:`CacheFileError`
   naming the file and the fix; every entry carries its creation time and the

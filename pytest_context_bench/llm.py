@@ -8,6 +8,9 @@ LiteLLM, a compression proxy), with or without a trailing ``/v1``, and:
   dropped connections, a bounded number of times, with exponential backoff and jitter;
   a ``Retry-After`` header (seconds or an HTTP date) is honoured up to a cap;
 - does not retry any other 4xx, an invalid JSON body or a reply of the wrong shape;
+- reads a streamed reply (``stream=True``: server-sent events) to its end and
+  returns it as one completion (:func:`assemble_stream`), cached and metered as a
+  stream by the transport;
 - keeps one pooled :class:`httpx.Client` for all its calls; the run's call budget
   (``--ctxbench-concurrency``) bounds the requests in flight, and ``concurrency``,
   when given, only lowers that bound for this client;
@@ -47,7 +50,14 @@ from .errors import LLMError
 from .keys import clean_api_key, environment_key
 from .urls import redact_secrets, safe_url
 
-__all__ = ["ChatResult", "LLMClient", "LLMError", "display_url", "normalize_base_url"]
+__all__ = [
+    "ChatResult",
+    "LLMClient",
+    "LLMError",
+    "assemble_stream",
+    "display_url",
+    "normalize_base_url",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -610,6 +620,16 @@ class LLMClient:
                 status=status,
                 attempts=number,
             )
+        if "text/event-stream" in response.headers.get("content-type", "").lower():
+            streamed = assemble_stream(text)
+            if isinstance(streamed, str):
+                raise LLMError(
+                    f"POST {shown} streamed {self._snippet(streamed)}",
+                    url=shown,
+                    status=status,
+                    attempts=number,
+                )
+            return streamed
         try:
             data = json.loads(text)
         except ValueError:
@@ -657,3 +677,48 @@ class LLMClient:
         if isinstance(value, list):
             return [self._scrub(v) for v in value]  # type: ignore[return-value]
         return value
+
+
+def assemble_stream(text: str) -> dict[str, Any] | str:
+    """A streamed chat completion (OpenAI's ``chat.completion.chunk`` events) as
+    the one ``chat.completion`` it adds up to: the deltas' content joined, the last
+    ``finish_reason``, the ``usage`` of the usage chunk (none when the stream sent
+    none) and the ``model``. Returns what went wrong instead (a string) when the
+    stream reports an error or holds no chunk.
+
+    :param text: the reply's body (server-sent events).
+    """
+    from .transports import sse_events
+
+    content: list[str] = []
+    seen = False
+    out: dict[str, Any] = {"object": "chat.completion"}
+    finish: Any = None
+    for _, data in sse_events(text.encode("utf-8")):
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            continue  # [DONE]
+        if not isinstance(chunk, dict):
+            continue
+        if chunk.get("error") is not None:
+            return f"an error: {json.dumps(chunk['error'])}"
+        seen = True
+        for name in ("id", "model", "created"):
+            if name in chunk:
+                out[name] = chunk[name]
+        if isinstance(chunk.get("usage"), dict):
+            out["usage"] = chunk["usage"]
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+                content.append(delta["content"])
+            if choice.get("finish_reason") is not None:
+                finish = choice["finish_reason"]
+    if not seen:
+        return f"no chat.completion.chunk: {text!r}"
+    message = {"role": "assistant", "content": "".join(content) if content else None}
+    out["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    return out

@@ -31,30 +31,45 @@ class Price:
     :param input: per million prompt tokens.
     :param output: per million completion tokens.
     :param cached: per million cached prompt tokens (``None``: the prompt price).
+    :param cache_write: per million prompt tokens written to the provider's prompt
+        cache (Anthropic's ``cache_creation_input_tokens``; ``None``: the prompt
+        price).
     """
 
     input: float
     output: float
     cached: float | None = None
+    cache_write: float | None = None
 
-    def cost(self, prompt: int, completion: int, cached: int = 0) -> float:
+    def cost(
+        self, prompt: int, completion: int, cached: int = 0, written: int = 0
+    ) -> float:
         cached = min(max(cached, 0), prompt)
+        written = min(max(written, 0), prompt - cached)
         rate = self.input if self.cached is None else self.cached
+        write = self.input if self.cache_write is None else self.cache_write
         return (
-            (prompt - cached) * self.input + cached * rate + completion * self.output
+            (prompt - cached - written) * self.input
+            + cached * rate
+            + written * write
+            + completion * self.output
         ) / 1e6
 
 
 def parse_price(spec: str) -> tuple[str, Price]:
     """``"gpt-4o-mini=0.15/0.60"`` → ``("gpt-4o-mini", Price(0.15, 0.6))``; a third
-    number is the cached prompt price.
+    number is the cached prompt price, a fourth the cache-write price
+    (``claude-x=3/15/0.30/3.75``).
 
     :raises ValueError: with the expected form, for anything else.
     """
     model, sep, numbers = str(spec).rpartition("=")
     parts = numbers.split("/")
-    form = "MODEL=IN/OUT or MODEL=IN/OUT/CACHED (US dollars per million tokens)"
-    if not sep or not model.strip() or len(parts) not in (2, 3):
+    form = (
+        "MODEL=IN/OUT or MODEL=IN/OUT/CACHED[/CACHE_WRITE] (US dollars per million"
+        " tokens)"
+    )
+    if not sep or not model.strip() or len(parts) not in (2, 3, 4):
         raise ValueError(f"expected {form}, given: {spec!r}")
     values = []
     for part in parts:
@@ -68,7 +83,10 @@ def parse_price(spec: str) -> tuple[str, Price]:
             )
         values.append(value)
     return model.strip(), Price(
-        values[0], values[1], values[2] if len(values) == 3 else None
+        values[0],
+        values[1],
+        values[2] if len(values) >= 3 else None,
+        values[3] if len(values) == 4 else None,
     )
 
 
@@ -96,6 +114,7 @@ def usage_cost(entry: Mapping[str, Any], prices: Mapping[str, Price]) -> float |
         int(entry.get("prompt_tokens", 0)),
         int(entry.get("completion_tokens", 0)),
         int(entry.get("cached_tokens", 0)),
+        int(entry.get("cache_write_tokens", 0)),
     )
 
 
@@ -107,7 +126,10 @@ def usage_summary(
     ``calls`` (requests really sent), ``cache_hits``, ``prompt_tokens``,
     ``completion_tokens``, ``cached_tokens`` (all replies, hits included: the row
     costs the same replayed or not), ``saved_tokens`` (those of the hits),
-    ``models``, and, when prices are given, ``cost_usd`` and ``saved_usd`` (``None``
+    ``models``, ``cache_write_tokens`` (prompt tokens written to the provider's
+    cache, when a reply reports them), ``estimated`` (how many replies' tokens were
+    counted with the tokenizer, a stream that reported none; when there are any),
+    and, when prices are given, ``cost_usd`` and ``saved_usd`` (``None``
     with ``unpriced_models`` when a model has no price). A reply whose usage could
     not be read (``bad_usage``: NaN, negative...) counts as a call whose tokens are
     unknown: ``bad_usage`` lists why, and the money is ``None``, never $0.
@@ -132,6 +154,9 @@ def usage_summary(
         out["cache_hits" if hit else "calls"] += 1
         if "bad_usage" in e:
             continue
+        for name in ("cache_write_tokens", "estimated"):
+            if e.get(name):
+                out[name] = out.get(name, 0) + int(e[name])
         tokens = int(e.get("prompt_tokens", 0)) + int(e.get("completion_tokens", 0))
         for name in ("prompt_tokens", "completion_tokens", "cached_tokens"):
             out[name] += int(e.get(name, 0))

@@ -7,12 +7,21 @@ transport. For each request they:
    (keyed by what is sent and the trial index; see :mod:`pytest_context_bench.cache`)
    and answer from it on a hit, without sending anything;
 2. on a miss, send the request (``once``, ``refresh``) or raise
-   :class:`~pytest_context_bench.cache.CacheMiss` (``replay``), and store a 2xx JSON
-   reply of a non-streaming request;
+   :class:`~pytest_context_bench.cache.CacheMiss` (``replay``: nothing is ever sent,
+   streamed or not), and store a 2xx JSON reply, or a 2xx streamed reply
+   (``text/event-stream``) once the client has read it to its end;
 3. append the reply's ``usage`` (prompt, completion and cached tokens, the model, and
    whether it came from the cache) to the current call's
    :class:`~pytest_context_bench.calls.CallScope`, from which the engine computes each
    row's tokens and money.
+
+A streamed reply is passed on to the client event by event as it arrives, and
+recorded meanwhile; its usage is read from its events (OpenAI's last usage chunk,
+Anthropic's ``message_start`` and ``message_delta``), or counted with the run's
+tokenizer and marked ``estimated`` when it reports none. A stream the client closes
+before its end (``[DONE]``, ``message_stop`` or the end of the body) is metered
+(estimated) but not stored. A stored stream is replayed as the same events, one
+chunk each, in the same order (:func:`stream_usage`, :func:`sse_events`).
 
 The call a request belongs to is :func:`~pytest_context_bench.calls.call_owner`: the
 one named by the request's context, or, for a request made from a thread the System
@@ -37,11 +46,17 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import sys
 import time
 import warnings
-from typing import Any
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import httpx
+
+if TYPE_CHECKING:
+    import httpx2
 
 from . import __version__
 from .cache import (
@@ -72,6 +87,9 @@ __all__ = [
     "UnknownCaller",
     "async_http_client",
     "http_client",
+    "httpx2_transports",
+    "sse_events",
+    "stream_usage",
     "usage_of",
 ]
 
@@ -161,10 +179,11 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
         return None
     model = request_model or data.get("model")
     name = str(model) if model else ""
-    details = raw.get("prompt_tokens_details")
+    side = "prompt" if raw.get("prompt_tokens_details") is not None else "input"
+    details = raw.get(f"{side}_tokens_details")  # input_: OpenAI's Responses API
     cached = 0
     if isinstance(details, dict):
-        where = "usage.prompt_tokens_details.cached_tokens"
+        where = f"usage.{side}_tokens_details.cached_tokens"
         cached = _count(details.get("cached_tokens"), where, name)
     prompt = "prompt_tokens" if raw.get("prompt_tokens") is not None else "input_tokens"
     completion = (
@@ -172,20 +191,47 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
         if raw.get("completion_tokens") is not None
         else "output_tokens"
     )
-    return {
+    out = {
         "model": name,
         "prompt_tokens": _count(raw.get(prompt), f"usage.{prompt}", name),
         "completion_tokens": _count(raw.get(completion), f"usage.{completion}", name),
         "cached_tokens": cached,
     }
+    if prompt == "input_tokens":
+        out.update(_anthropic_cache(raw, name))
+    return out
+
+
+def _anthropic_cache(raw: dict[str, Any], name: str) -> dict[str, int]:
+    """Anthropic's prompt cache: its ``input_tokens`` leave out the tokens read from
+    (``cache_read_input_tokens``) and written to (``cache_creation_input_tokens``)
+    its cache, so they are added to the prompt tokens; the read ones are the
+    ``cached_tokens``, the written ones ``cache_write_tokens`` (priced apart)."""
+    read = _count(
+        raw.get("cache_read_input_tokens"), "usage.cache_read_input_tokens", name
+    )
+    written = _count(
+        raw.get("cache_creation_input_tokens"),
+        "usage.cache_creation_input_tokens",
+        name,
+    )
+    if not read and not written:
+        return {}
+    prompt = _count(raw.get("input_tokens"), "usage.input_tokens", name)
+    out = {"prompt_tokens": prompt + read + written, "cached_tokens": read}
+    if written:
+        out["cache_write_tokens"] = written
+    return out
 
 
 class _Core:
     """What the sync and async transports share: keys, lookups, stores, metering."""
 
-    def __init__(self, cache: Any) -> None:
+    def __init__(self, cache: Any, http: Any = httpx) -> None:
         self._cache = cache
         self._said = False
+        #: the httpx module the responses are made with (``httpx`` or ``httpx2``).
+        self.http = http
 
     def cache(self) -> LLMCache | None:
         cache = active_cache() if self._cache is _DEFAULT else self._cache
@@ -210,12 +256,15 @@ class _Core:
             parsed = json.loads(canonical)
             if isinstance(parsed, dict) and isinstance(parsed.get("model"), str):
                 facts["model"] = parsed["model"]
+        facts["request"] = parsed
         cache = self.cache()
         if cache is None:
             return None, None, facts
-        streaming = isinstance(parsed, dict) and bool(parsed.get("stream"))
-        if canonical is None or streaming:
+        if canonical is None:
             cache.count("uncacheable")
+            if cache.mode == "replay":
+                cache.count("misses")
+                raise Unkeyable(request.method, clean_url(str(request.url)), cache.path)
             return cache, None, facts
         if owner.trial is None:
             # Calls of several trials in flight, none known to be this one's: no
@@ -250,7 +299,9 @@ class _Core:
             return None
         if entry is not None:
             cache.count("hits")
-            response = httpx.Response(
+            if is_event_stream(entry.content_type):
+                return self.replayed(entry, request, facts)
+            response: httpx.Response = self.http.Response(
                 entry.status,
                 headers={"content-type": entry.content_type, CACHE_HEADER: "hit"},
                 content=entry.body,
@@ -310,7 +361,7 @@ class _Core:
             for k, v in response.headers.multi_items()
             if k.lower() not in _DROP_HEADERS
         ]
-        return httpx.Response(
+        fresh: httpx.Response = self.http.Response(
             response.status_code,
             headers=headers,
             content=content,
@@ -321,6 +372,7 @@ class _Core:
                 if k in ("http_version", "reason_phrase")
             },
         )
+        return fresh
 
     def meter(self, content: bytes, facts: dict[str, Any], how: str) -> Any:
         """Parse the reply; append its usage to the current call. Returns the parsed
@@ -345,6 +397,8 @@ class _Core:
             entry.update(usage)
         elif facts.get("model"):
             entry["model"] = facts["model"]
+        if facts.get("estimated"):
+            entry["estimated"] = True
         if owner.scope is not None:
             owner.scope.usage.append(entry)
         elif record_unattributed(entry) and not run_reports_unattributed():
@@ -356,6 +410,373 @@ class _Core:
             )
         return data
 
+    # -- streamed replies (server-sent events) ---------------------------------------
+    def streamed(
+        self,
+        cache: LLMCache | None,
+        key: str | None,
+        request: httpx.Request,
+        response: httpx.Response,
+        facts: dict[str, Any],
+    ) -> httpx.Response:
+        """A reply not read here: a 2xx stream is passed on through a recorder
+        (stored and metered when the client is done with it); anything else as is."""
+        if not self._recordable(response):
+            return response
+        record = _Record(self, cache, key, request, response, facts)
+        stream = _streams(self.http)[0](response, record)
+        return self._passed_on(request, response, stream)
+
+    def astreamed(
+        self,
+        cache: LLMCache | None,
+        key: str | None,
+        request: httpx.Request,
+        response: httpx.Response,
+        facts: dict[str, Any],
+    ) -> httpx.Response:
+        """:meth:`streamed` for the async transport."""
+        if not self._recordable(response):
+            return response
+        record = _Record(self, cache, key, request, response, facts)
+        stream = _streams(self.http)[1](response, record)
+        return self._passed_on(request, response, stream)
+
+    @staticmethod
+    def _recordable(response: Any) -> bool:
+        ctype = response.headers.get("content-type", "")
+        return 200 <= response.status_code < 300 and is_event_stream(ctype)
+
+    def _passed_on(
+        self, request: httpx.Request, response: httpx.Response, stream: Any
+    ) -> httpx.Response:
+        headers = [
+            (k, v)
+            for k, v in response.headers.multi_items()
+            if k.lower() not in _DROP_HEADERS
+        ]
+        passed: httpx.Response = self.http.Response(
+            response.status_code,
+            headers=headers,
+            stream=stream,
+            request=request,
+            extensions={
+                k: v
+                for k, v in response.extensions.items()
+                if k in ("http_version", "reason_phrase")
+            },
+        )
+        return passed
+
+    def replayed(
+        self, entry: CachedResponse, request: Any, facts: dict[str, Any]
+    ) -> httpx.Response:
+        """A stored stream, replayed as its events (one chunk each), metered."""
+        self.meter_stream(entry.body, facts, "hit", complete=True)
+        replay: httpx.Response = self.http.Response(
+            entry.status,
+            headers={"content-type": entry.content_type, CACHE_HEADER: "hit"},
+            stream=_streams(self.http)[2](_event_chunks(entry.body)),
+            request=request,
+        )
+        return replay
+
+    def meter_stream(
+        self, content: bytes, facts: dict[str, Any], how: str, complete: bool
+    ) -> None:
+        """Meter a streamed reply from its events (:func:`stream_usage`) through
+        :meth:`meter`, so it counts as any other reply does."""
+        usage, estimated = stream_usage(content, facts.get("request"), complete)
+        facts["estimated"] = estimated
+        try:
+            self.meter(json.dumps(usage).encode(), facts, how)
+        finally:
+            facts.pop("estimated", None)
+
+
+def is_event_stream(content_type: str) -> bool:
+    """Whether a ``Content-Type`` is server-sent events."""
+    return "text/event-stream" in content_type.lower()
+
+
+class Unkeyable(CacheMiss):
+    """A ``replay``-mode request whose body is not JSON: the cache never stores such
+    a request, so it cannot be replayed, and nothing was sent."""
+
+    def __init__(self, method: str, url: str, path: Any) -> None:
+        self.method, self.url, self.key, self.trial, self.path = method, url, "", 0, path
+        CtxBenchError.__init__(
+            self,
+            f"cache miss in replay mode: {method} {url} has a body that is not JSON,"
+            " which the cache never stores; nothing was sent. Run it with"
+            " --ctxbench-cache=once or off.",
+        )
+
+
+_EVENT_END = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+
+
+def _event_chunks(body: bytes) -> list[bytes]:
+    """``body`` cut after each event's blank line (the pieces join to ``body``)."""
+    chunks: list[bytes] = []
+    start = 0
+    for match in _EVENT_END.finditer(body):
+        chunks.append(body[start : match.end()])
+        start = match.end()
+    if start < len(body):
+        chunks.append(body[start:])
+    return chunks
+
+
+def sse_events(body: bytes) -> list[tuple[str, str]]:
+    """The server-sent events of ``body`` as ``(event, data)`` pairs (``event``
+    ``""`` when the event names none; several ``data:`` lines joined by newlines;
+    comments and events without data left out)."""
+    events: list[tuple[str, str]] = []
+    text = body.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    for block in text.split("\n\n"):
+        name, data = "", []
+        for line in block.split("\n"):
+            field_, _, value = line.partition(":")
+            value = value.removeprefix(" ")
+            if field_ == "event":
+                name = value
+            elif field_ == "data":
+                data.append(value)
+        if data:
+            events.append((name, "\n".join(data)))
+    return events
+
+
+def _texts(value: Any) -> Iterator[str]:
+    """The texts of a prompt: a string, content blocks' ``text``, messages'
+    ``content`` (lists of them too)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+    elif isinstance(value, dict):
+        if isinstance(value.get("text"), str):
+            yield value["text"]
+        elif "content" in value:
+            yield from _texts(value["content"])
+
+
+def stream_usage(
+    body: bytes, request: Any, complete: bool = True
+) -> tuple[dict[str, Any], bool]:
+    """``({"model", "usage"}, estimated)`` of a streamed reply, for
+    :func:`usage_of`: the usage its events report (OpenAI: the last chunk with a
+    ``usage``; Anthropic: ``message_start``'s, updated by ``message_delta``'s);
+    when they report none, or the stream was not read to its end (``complete``
+    false), the prompt (the request's messages and system prompt) and completion
+    (the text of the deltas) counted with the run's tokenizer, ``estimated`` true.
+
+    :param body: the stream's bytes.
+    :param request: the parsed JSON request body.
+    :param complete: whether the stream was read to its end.
+    """
+    raw: dict[str, Any] = {}
+    model: Any = None
+    pieces: list[str] = []
+    for name, data in sse_events(body):
+        try:
+            value = json.loads(data)
+        except ValueError:
+            continue  # [DONE]
+        if not isinstance(value, dict):
+            continue
+        kind = value.get("type", name)
+        if kind == "response.completed" and isinstance(value.get("response"), dict):
+            # OpenAI's Responses API: the usage comes with the whole response
+            done = value["response"]
+            model = done.get("model", model)
+            if isinstance(done.get("usage"), dict):
+                raw = dict(done["usage"])
+            continue
+        if kind == "response.output_text.delta" and isinstance(
+            value.get("delta"), str
+        ):
+            pieces.append(value["delta"])
+            continue
+        if kind == "message_start" and isinstance(value.get("message"), dict):
+            message = value["message"]
+            model = message.get("model", model)
+            if isinstance(message.get("usage"), dict):
+                raw.update(message["usage"])
+            continue
+        if isinstance(value.get("model"), str):
+            model = value["model"]
+        if isinstance(value.get("usage"), dict):
+            if kind == "message_delta":
+                raw.update({k: v for k, v in value["usage"].items() if v is not None})
+            else:
+                raw = dict(value["usage"])
+        delta = value.get("delta")
+        if kind == "content_block_delta" and isinstance(delta, dict):
+            for part in ("text", "partial_json", "thinking"):
+                if isinstance(delta.get(part), str):
+                    pieces.append(delta[part])
+        for choice in value.get("choices") or ():
+            step = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(step, dict):
+                continue
+            if isinstance(step.get("content"), str):
+                pieces.append(step["content"])
+            for call in step.get("tool_calls") or ():
+                function = call.get("function") if isinstance(call, dict) else None
+                if isinstance(function, dict):
+                    pieces.append(str(function.get("arguments") or ""))
+    if raw and complete:
+        return {"model": model, "usage": raw}, False
+    from .tokens import count_tokens
+
+    asked = request if isinstance(request, dict) else {}
+    prompt = [
+        text
+        # chat completions, Anthropic's messages, OpenAI's Responses API
+        for name in ("system", "instructions", "messages", "input")
+        for text in _texts(asked.get(name))
+    ]
+    counted: dict[str, Any] = {
+        "prompt_tokens": sum(count_tokens(t) for t in prompt),
+        "completion_tokens": count_tokens("".join(pieces)),
+    }
+    if raw:  # reported so far (an abandoned stream): the prompt side is known
+        known = usage_of({"usage": raw}, None)
+        if known is not None and known["prompt_tokens"]:
+            counted["prompt_tokens"] = known["prompt_tokens"]
+    return {"model": model, "usage": counted}, True
+
+
+#: the SSE events that end a stream (OpenAI's ``data: [DONE]``, Anthropic's
+#: ``message_stop``): a client may close the stream as soon as it has read one.
+_STREAM_END = re.compile(rb"(^|\n)data: ?\[DONE\]|(^|\n)event: ?message_stop\b")
+
+
+class _Record:
+    """What one streamed reply left so far; stored and metered once, when the
+    client closes the stream (or it ends)."""
+
+    def __init__(
+        self,
+        core: _Core,
+        cache: LLMCache | None,
+        key: str | None,
+        request: Any,
+        response: Any,
+        facts: dict[str, Any],
+    ) -> None:
+        self.core, self.cache, self.key, self.facts = core, cache, key, facts
+        self.method, self.url = request.method, str(request.url)
+        self.status = response.status_code
+        self.ctype = response.headers.get("content-type", "text/event-stream")
+        self.parts: list[bytes] = []
+        self.ended = False  # the body was read to its end
+        self.failed = False  # reading it raised
+        self.done = False
+
+    def close(self) -> None:
+        if self.done:
+            return
+        self.done = True
+        body = b"".join(self.parts)
+        complete = not self.failed and (
+            self.ended or _STREAM_END.search(body.replace(b"\r\n", b"\n")) is not None
+        )
+        cache, key = self.cache, self.key
+        how = "off" if cache is None else "uncached" if key is None else "miss"
+        self.core.meter_stream(body, self.facts, how, complete)
+        if cache is None or key is None or not complete or self.facts.get("bad_usage"):
+            return
+        if any(name == "error" or _is_error(data) for name, data in sse_events(body)):
+            return  # an error reported inside the stream is not a reply to keep
+        try:
+            cache.store.put(
+                key,
+                self.method,
+                self.url,
+                CachedResponse(self.status, self.ctype, body, time.time(), __version__),
+            )
+            cache.count("stored")
+        except CacheFileError as exc:
+            self.core.broken(cache, exc)
+
+
+def _is_error(data: str) -> bool:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and (
+        value.get("error") is not None or value.get("type") == "error"
+    )
+
+
+_STREAM_CLASSES: dict[str, tuple[Any, Any, Any]] = {}
+
+
+def _streams(http: Any) -> tuple[Any, Any, Any]:
+    """(sync recorder, async recorder, replay) byte streams of the ``http`` module
+    (``httpx`` or ``httpx2``: a client checks its own stream classes)."""
+    made = _STREAM_CLASSES.get(http.__name__)
+    if made is not None:
+        return made
+
+    class Recorder(http.SyncByteStream):  # type: ignore[misc]
+        def __init__(self, response: Any, record: _Record) -> None:
+            self._response, self._record = response, record
+
+        def __iter__(self) -> Iterator[bytes]:
+            try:
+                for chunk in self._response.iter_bytes():
+                    self._record.parts.append(chunk)
+                    yield chunk
+            except (http.TransportError, http.DecodingError):  # a broken stream
+                self._record.failed = True
+                raise
+            self._record.ended = True
+
+        def close(self) -> None:
+            try:
+                self._response.close()
+            finally:
+                self._record.close()
+
+    class AsyncRecorder(http.AsyncByteStream):  # type: ignore[misc]
+        def __init__(self, response: Any, record: _Record) -> None:
+            self._response, self._record = response, record
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            try:
+                async for chunk in self._response.aiter_bytes():
+                    self._record.parts.append(chunk)
+                    yield chunk
+            except (http.TransportError, http.DecodingError):  # a broken stream
+                self._record.failed = True
+                raise
+            self._record.ended = True
+
+        async def aclose(self) -> None:
+            try:
+                await self._response.aclose()
+            finally:
+                self._record.close()
+
+    class Replay(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[misc]
+        def __init__(self, chunks: list[bytes]) -> None:
+            self._chunks = chunks
+
+        def __iter__(self) -> Iterator[bytes]:
+            yield from self._chunks
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            for chunk in self._chunks:
+                yield chunk
+
+    made = _STREAM_CLASSES[http.__name__] = (Recorder, AsyncRecorder, Replay)
+    return made
 
 class CacheTransport(httpx.BaseTransport):
     """A sync httpx transport that caches replies and meters usage.
@@ -382,7 +803,7 @@ class CacheTransport(httpx.BaseTransport):
                 return hit
         response = self.transport.handle_request(request)
         if not self._core.wants_body(response):
-            return response
+            return self._core.streamed(cache, key, request, response, facts)
         try:
             content = response.read()
         finally:
@@ -419,7 +840,7 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
                 return hit
         response = await self.transport.handle_async_request(request)
         if not self._core.wants_body(response):
-            return response
+            return self._core.astreamed(cache, key, request, response, facts)
         try:
             content = await response.aread()
         finally:
@@ -430,26 +851,66 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
         await self.transport.aclose()
 
 
-def http_client(cache: Any = _DEFAULT, **kwargs: Any) -> httpx.Client:
+@overload
+def http_client(
+    cache: Any = ..., *, flavor: Literal["httpx"] = ..., **kwargs: Any
+) -> httpx.Client: ...
+@overload
+def http_client(
+    cache: Any = ..., *, flavor: Literal["httpx2"], **kwargs: Any
+) -> httpx2.Client: ...
+def http_client(cache: Any = _DEFAULT, *, flavor: str = "httpx", **kwargs: Any) -> Any:
     """An :class:`httpx.Client` whose requests go through the run's LLM cache.
 
     ``OpenAI(http_client=http_client())`` caches and meters a System's own OpenAI-SDK
     calls like the built-in ones.
 
     :param cache: as in :class:`CacheTransport` (default: the run's cache).
-    :param kwargs: passed to :class:`httpx.HTTPTransport` when they configure it
-        (``limits``, ``verify``, ``http2``, ``retries``...), else to
-        :class:`httpx.Client` (``timeout``, ``headers``...).
+    :param flavor: ``"httpx"`` (default) or ``"httpx2"``: an ``httpx2.Client`` for
+        SDKs built on ``httpx2`` (anthropic >= 2 refuses an ``httpx.Client``),
+        through the same cache and meter (:func:`httpx2_transports`); ``httpx2`` is
+        imported only then.
+    :param kwargs: passed to the flavor's ``HTTPTransport`` when they configure it
+        (``limits``, ``verify``, ``http2``, ``retries``...), else to its ``Client``
+        (``timeout``, ``headers``...).
+    :raises ValueError: an unknown ``flavor``.
+    :raises ImportError: ``flavor="httpx2"`` without the ``httpx2`` package.
     """
+    if flavor != "httpx":
+        sync, _ = httpx2_transports(flavor)
+        module = sys.modules["httpx2"]
+        inner, outer = _split(kwargs)
+        return module.Client(
+            transport=sync(module.HTTPTransport(**inner), cache), **outer
+        )
     inner, outer = _split(kwargs)
     return httpx.Client(
         transport=CacheTransport(httpx.HTTPTransport(**inner), cache), **outer
     )
 
 
-def async_http_client(cache: Any = _DEFAULT, **kwargs: Any) -> httpx.AsyncClient:
+@overload
+def async_http_client(
+    cache: Any = ..., *, flavor: Literal["httpx"] = ..., **kwargs: Any
+) -> httpx.AsyncClient: ...
+@overload
+def async_http_client(
+    cache: Any = ..., *, flavor: Literal["httpx2"], **kwargs: Any
+) -> httpx2.AsyncClient: ...
+def async_http_client(
+    cache: Any = _DEFAULT, *, flavor: str = "httpx", **kwargs: Any
+) -> Any:
     """The :class:`httpx.AsyncClient` twin of :func:`http_client`
-    (``AsyncOpenAI(http_client=async_http_client())``)."""
+    (``AsyncOpenAI(http_client=async_http_client())``;
+    ``AsyncAnthropic(http_client=async_http_client(flavor="httpx2"))``)."""
+    if flavor != "httpx":
+        _, asynchronous = httpx2_transports(flavor)
+        module = sys.modules["httpx2"]
+        inner, outer = _split(kwargs)
+        return module.AsyncClient(
+            transport=asynchronous(module.AsyncHTTPTransport(**inner), cache),
+            **outer,
+        )
     inner, outer = _split(kwargs)
     return httpx.AsyncClient(
         transport=AsyncCacheTransport(httpx.AsyncHTTPTransport(**inner), cache), **outer
@@ -474,3 +935,63 @@ def _split(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     if "trust_env" in inner:
         outer["trust_env"] = inner["trust_env"]
     return inner, outer
+
+
+#: the ``flavor=`` values of :func:`http_client` and :func:`async_http_client`.
+FLAVORS = ("httpx", "httpx2")
+_HTTPX2: list[tuple[type[Any], type[Any]]] = []
+
+
+def httpx2_transports(flavor: str = "httpx2") -> tuple[type[Any], type[Any]]:
+    """(sync, async) cache transports for ``httpx2`` clients: :class:`CacheTransport`
+    and :class:`AsyncCacheTransport` made ``httpx2`` transports, whose responses are
+    ``httpx2`` ones (the same cache, keys, meter and streams). Built on first use,
+    so ``httpx2`` is imported only when asked for.
+
+    :raises ValueError: a flavor other than those of :data:`FLAVORS`.
+    :raises ImportError: ``httpx2`` is not installed.
+    """
+    if flavor not in FLAVORS:
+        raise ValueError(
+            f"flavor must be one of {', '.join(map(repr, FLAVORS))}, given {flavor!r}:"
+            " 'httpx2' for SDKs built on httpx2 (anthropic >= 2, openai >= 3),"
+            " 'httpx' for the others."
+        )
+    if _HTTPX2:
+        return _HTTPX2[0]
+    try:
+        import httpx2
+    except ImportError:
+        raise ImportError(
+            "http_client(flavor='httpx2') needs the httpx2 package, which is not"
+            " installed: pip install httpx2 (the anthropic and openai SDKs that need"
+            " it install it)."
+        ) from None
+
+    class Httpx2CacheTransport(CacheTransport, httpx2.BaseTransport):  # type: ignore[misc]
+        """:class:`CacheTransport` for ``httpx2.Client``."""
+
+        def __init__(
+            self, transport: Any = None, cache: Any = _DEFAULT
+        ) -> None:
+            # An httpx2 transport: used through the same calls (duck-typed).
+            inner: Any = transport if transport is not None else httpx2.HTTPTransport()
+            self.transport = inner
+            self._core = _Core(cache, httpx2)
+
+    class AsyncHttpx2CacheTransport(  # type: ignore[misc]
+        AsyncCacheTransport, httpx2.AsyncBaseTransport
+    ):
+        """:class:`AsyncCacheTransport` for ``httpx2.AsyncClient``."""
+
+        def __init__(
+            self, transport: Any = None, cache: Any = _DEFAULT
+        ) -> None:
+            # An httpx2 transport: used through the same calls (duck-typed).
+            inner: Any = transport if transport is not None else httpx2.AsyncHTTPTransport()
+            self.transport = inner
+            self._core = _Core(cache, httpx2)
+
+    made = (Httpx2CacheTransport, AsyncHttpx2CacheTransport)
+    _HTTPX2.append(made)
+    return made

@@ -14,10 +14,12 @@ The benchmark, in each *entry* form:
 * ``fixture``: the same two, the Systems coming from a ``ctxbench_system`` fixture
   in ``conftest.py``.
 
-Four deterministic Systems, each on a loopback endpoint of its own: the built-in
+Five deterministic Systems, each on a loopback endpoint of its own: the built-in
 proxy (``--ctxbench-proxy``), plain sync httpx through
 ``pytest_context_bench.http_client()``, an ``async def process`` through
-``async_http_client()``, and a System that hands its call to a thread pool of its own.
+``async_http_client()``, a System that hands its call to a thread pool of its own,
+and one that streams its reply (``"stream": true``, server-sent events read chunk
+by chunk through ``http_client()``; issue 28).
 The endpoints answer question *i* right when ``i % 3 != 0``, so some examples pass and
 some fail; the gates are one that passes (min pass rate 0.4) and one that fails (min
 mean score 0.9), so the verdicts mean something.
@@ -52,6 +54,7 @@ N = 3  # examples per dataset: q-1..q-3 (country) and m-1..m-3 (region)
 
 SYSTEMS_PY = r'''
 import asyncio
+import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -110,9 +113,32 @@ class Threaded:
         return {**example, "response": self._pool.submit(self._call, example).result()}
 
 
+class Streamed:
+    """Streams its reply (SSE) through the run's client, reading it chunk by chunk."""
+    name = "stream"
+
+    def __init__(self):
+        self._client = None
+
+    def process(self, example):
+        if self._client is None:
+            self._client = pytest_context_bench.http_client(timeout=30)
+        url = os.environ["EQ_URL_STREAM"] + "/v1/chat/completions"
+        body = {**_ask(example), "stream": True, "stream_options": {"include_usage": True}}
+        pieces = []
+        with self._client.stream("POST", url, json=body) as response:
+            response.raise_for_status()
+            for line in response.iter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    for choice in json.loads(line[6:])["choices"]:
+                        pieces.append(choice["delta"].get("content") or "")
+        return {**example, "response": "".join(pieces)}
+
+
 sync = SyncHttpx()
 async_ = AsyncHttpx()
 threads = Threaded()
+stream = Streamed()
 
 
 def proxy():
@@ -128,6 +154,7 @@ SYSTEMS: dict[str, tuple[str, str]] = {
     "sync": ("--ctxbench-system=eqsys:sync", "eqsys.sync"),
     "async": ("--ctxbench-system=eqsys:async_", "eqsys.async_"),
     "threads": ("--ctxbench-system=eqsys:threads", "eqsys.threads"),
+    "stream": ("--ctxbench-system=eqsys:stream", "eqsys.stream"),
 }
 
 MARKED_PY = """

@@ -130,16 +130,20 @@ def test_api_key_appears_in_no_cache_byte(tmp_path: Path, monkeypatch: pytest.Mo
         (Reply(status=429, text="slow", retry_after="0"), BODY),
         (Reply(status=400, text="bad"), BODY),
         (Reply(body="<html>not json</html>"), BODY),
-        (Reply(text="streamed"), {**BODY, "stream": True}),
+        # a stream broken off midway (a whole one is stored: test_streams.py)
+        (Reply(text="streamed reply", stream_cut=2), {**BODY, "stream": True}),
     ],
-    ids=["500", "429", "400", "not-json", "stream"],
+    ids=["500", "429", "400", "not-json", "broken-stream"],
 )
-def test_errors_non_json_and_streaming_are_not_cached(tmp_path: Path, reply: Reply, body: dict) -> None:
+def test_errors_non_json_and_broken_streams_are_not_cached(tmp_path: Path, reply: Reply, body: dict) -> None:
     cache = LLMCache.in_dir(tmp_path)
     with FakeLLM(handler=lambda r: reply) as llm:
         with _client(cache) as client:
             for _ in range(2):
-                client.post(f"{llm.base_url}/v1/chat/completions", json=body)
+                try:
+                    client.post(f"{llm.base_url}/v1/chat/completions", json=body)
+                except httpx.TransportError:
+                    assert reply.stream_cut is not None
         assert len(llm.requests) == 2
     assert cache.stats.stored == 0
     assert not cache.path.exists() or cache.store.info()["entries"] == 0
@@ -378,7 +382,9 @@ def test_concurrent_writer_processes_lose_nothing(tmp_path: Path) -> None:
 def test_prices_parse_and_price_usage() -> None:
     assert parse_price("gpt-4o-mini=0.15/0.60") == ("gpt-4o-mini", Price(0.15, 0.6))
     assert parse_price("org/model:v1=1/2/0.5") == ("org/model:v1", Price(1.0, 2.0, 0.5))
-    for bad in ("gpt", "m=1", "m=1/x", "m=-1/2", "=1/2", "m=1/2/3/4", "m=nan/1"):
+    # a fourth number: the provider's cache-write price (Anthropic, issue 28)
+    assert parse_price("c=3/15/0.3/3.75") == ("c", Price(3.0, 15.0, 0.3, 3.75))
+    for bad in ("gpt", "m=1", "m=1/x", "m=-1/2", "=1/2", "m=1/2/3/4/5", "m=nan/1", "m=1/2/3/-4"):
         with pytest.raises(ValueError, match="MODEL=IN/OUT"):
             parse_price(bad)
     prices = {"m": Price(2.0, 10.0, 1.0)}

@@ -653,13 +653,27 @@ def ctxbench_system(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture(scope="session")
-def ctxbench_http_client(request: pytest.FixtureRequest) -> Generator[Any, None, None]:
+def ctxbench_http_flavor() -> str:
+    """The kind of client ``ctxbench_http_client`` is: ``"httpx"``; override this
+    fixture in conftest.py to return ``"httpx2"`` (for the anthropic SDK)."""
+    return "httpx"
+
+
+@pytest.fixture(scope="session")
+def ctxbench_http_client(
+    request: pytest.FixtureRequest, ctxbench_http_flavor: str
+) -> Generator[Any, None, None]:
     """An ``httpx.Client`` through the run's LLM cache and usage meter:
-    ``OpenAI(http_client=ctxbench_http_client)``."""
+    ``OpenAI(http_client=ctxbench_http_client)``; an ``httpx2.Client`` when
+    ``ctxbench_http_flavor`` says ``"httpx2"``:
+    ``Anthropic(http_client=ctxbench_http_client)``."""
     from ..transports import http_client
 
     _activate_llm(request.config, request.config.stash[STATE_KEY])
-    client = http_client()
+    try:
+        client = http_client(flavor=ctxbench_http_flavor)  # type: ignore[call-overload]
+    except (ValueError, ImportError) as exc:
+        pytest.fail(f"ctxbench_http_client: {exc}", pytrace=False)
     try:
         yield client
     finally:

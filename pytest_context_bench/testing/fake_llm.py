@@ -1,11 +1,19 @@
-"""A scriptable OpenAI-compatible HTTP server on 127.0.0.1, for tests.
+"""A scriptable OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1, for tests.
 
-:class:`FakeLLM` serves ``POST /chat/completions`` and ``POST /embeddings``, with or
-without a ``/v1`` prefix, from a thread of the test process. Each request takes the
-next :class:`Reply` of a queue, or asks a handler callable, or falls back to a default
-reply; every request is recorded. A reply can be a text, an HTTP status, a delay, a
-dropped connection, an invalid JSON body or a ``Retry-After`` header, which covers the
-failures a real endpoint shows in CI.
+:class:`FakeLLM` serves ``POST /chat/completions``, ``POST /embeddings`` and
+Anthropic's ``POST /messages``, with or without a ``/v1`` prefix, from a thread of the
+test process. A chat or messages request with ``"stream": true`` is answered as the
+real APIs stream (server-sent events: OpenAI's ``chat.completion.chunk`` objects
+ending in ``data: [DONE]``, with a last usage chunk only when the request asks for it
+with ``stream_options.include_usage``; Anthropic's ``message_start`` ...
+``message_stop`` events). Each request takes the next :class:`Reply` of a queue, or
+asks a handler callable, or falls back to a default reply; every request is
+recorded. A reply can be a text, an HTTP status, a delay, a dropped connection, an
+invalid JSON body or a ``Retry-After`` header, which covers the failures a real
+endpoint shows in CI.
+
+``python -m pytest_context_bench.testing --port 8000`` serves one from the command
+line (:mod:`pytest_context_bench.testing.__main__`, docs/llm.md).
 
 ::
 
@@ -53,6 +61,10 @@ class Reply:
         from word counts, ``{}`` omits it.
     :param embeddings: the vectors of an embeddings reply; ``None`` gives
         :func:`fake_embedding` of each input.
+    :param chunks: the pieces a streamed reply sends its text in, one event each;
+        ``None``: word by word (each word with the space before it).
+    :param stream_cut: a streamed reply drops the connection after this many events
+        (a stream broken off midway); ``None``: the whole stream.
     """
 
     text: str = "OK"
@@ -65,6 +77,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     usage: dict[str, int] | None = None
     embeddings: list[list[float]] | None = None
+    chunks: list[str] | None = None
+    stream_cut: int | None = None
 
 
 @dataclass
@@ -100,6 +114,7 @@ Handler = Callable[[RecordedRequest], ReplyLike]
 
 _CHAT_PATHS = ("/chat/completions", "/v1/chat/completions")
 _EMBED_PATHS = ("/embeddings", "/v1/embeddings")
+_MESSAGES_PATHS = ("/messages", "/v1/messages")
 
 
 def fake_embedding(text: str, dim: int = 64) -> list[float]:
@@ -136,6 +151,10 @@ class FakeLLM:
     :param handler: called with each :class:`RecordedRequest` once the queue is empty;
         returns a :class:`Reply` or a text.
     :param default: the reply when the queue is empty and there is no handler.
+    :param port: the port to listen on (``0``, the default: a free one).
+    :param latency: seconds added to every reply's delay (a slow endpoint).
+    :param log: called with one line per request served (method, path, model,
+        whether streamed, status), e.g. ``print``; ``None``: no log.
 
     Use it as a context manager (or call :meth:`start` and :meth:`stop`).
     :attr:`base_url` is ``http://127.0.0.1:PORT`` and :attr:`url_v1` the same with
@@ -149,7 +168,17 @@ class FakeLLM:
         *,
         handler: Handler | None = None,
         default: ReplyLike = "OK",
+        port: int = 0,
+        latency: float = 0.0,
+        log: Callable[[str], Any] | None = None,
     ) -> None:
+        if not (isinstance(port, int) and 0 <= port <= 65535):
+            raise ValueError(f"port must be an integer in 0..65535, got {port!r}.")
+        if not (isinstance(latency, (int, float)) and 0 <= latency < math.inf):
+            raise ValueError(f"latency must be a number of seconds >= 0, got {latency!r}.")
+        self._port = port
+        self.latency = float(latency)
+        self._log = log
         self._queue: deque[ReplyLike] = deque(replies)
         self._handler = handler
         self._default = default
@@ -199,7 +228,7 @@ class FakeLLM:
         """Start serving in a daemon thread; returns ``self``."""
         if self._server is not None:
             return self
-        server = _Server(("127.0.0.1", 0), _make_handler(self))
+        server = _Server(("127.0.0.1", self._port), _make_handler(self))
         # A handler sleeping through a long delay must not hold up stop().
         server.daemon_threads = True
         server.block_on_close = False
@@ -251,6 +280,18 @@ class FakeLLM:
         with self._lock:
             self._in_flight -= 1
 
+    def _logged(self, request: RecordedRequest, status: int, events: int) -> None:
+        if self._log is None:
+            return
+        body = request.json if isinstance(request.json, dict) else {}
+        model = body.get("model")
+        line = f"{request.method} {request.path}"
+        if model is not None:
+            line += f" model={model}"
+        if body.get("stream"):
+            line += f" stream ({events} events)"
+        self._log(f"{line} -> {status or 'dropped'}")
+
 
 def _chat_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
     usage = reply.usage
@@ -283,6 +324,138 @@ def _chat_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
     if usage:
         body["usage"] = usage
     return body
+
+
+def _usage_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:
+    """(prompt, completion) made up from word counts (the fake's "tokens")."""
+    body = request.json if isinstance(request.json, dict) else {}
+    prompt = sum(
+        len(str(m.get("content", "")).split())
+        for m in request.messages
+        if isinstance(m, dict)
+    ) + len(str(body.get("system") or "").split())
+    return prompt, len(reply.text.split())
+
+
+def _model(request: RecordedRequest) -> Any:
+    if isinstance(request.json, dict):
+        return request.json.get("model", "fake")
+    return "fake"
+
+
+def _pieces(reply: Reply) -> list[str]:
+    if reply.chunks is not None:
+        return list(reply.chunks)
+    words = reply.text.split(" ")
+    return [w if i == 0 else " " + w for i, w in enumerate(words)] if reply.text else []
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    text = data if isinstance(data, str) else json.dumps(data)
+    return f"{head}data: {text}\n\n".encode()
+
+
+def _chat_stream(reply: Reply, request: RecordedRequest) -> list[bytes]:
+    """OpenAI's ``chat.completion.chunk`` events for a streamed chat reply."""
+    base = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": _model(request),
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return _sse({**base, "choices": [choice]})
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"content": piece}) for piece in _pieces(reply)]
+    events.append(chunk({}, "stop"))
+    body = request.json if isinstance(request.json, dict) else {}
+    options = body.get("stream_options")
+    if isinstance(options, dict) and options.get("include_usage"):
+        usage = reply.usage
+        if usage is None:
+            prompt, completion = _usage_counts(reply, request)
+            usage = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+        if usage:
+            events.append(_sse({**base, "choices": [], "usage": usage}))
+    events.append(_sse("[DONE]"))
+    return events
+
+
+def _anthropic_usage(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+    if reply.usage is not None:
+        return dict(reply.usage)
+    prompt, completion = _usage_counts(reply, request)
+    return {
+        "input_tokens": prompt,
+        "output_tokens": completion,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+
+
+def _messages_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
+    """An Anthropic ``/v1/messages`` reply."""
+    body: dict[str, Any] = {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": _model(request),
+        "content": [{"type": "text", "text": reply.text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+    }
+    usage = _anthropic_usage(reply, request)
+    if usage:
+        body["usage"] = usage
+    return body
+
+
+def _messages_stream(reply: Reply, request: RecordedRequest) -> list[bytes]:
+    """Anthropic's streamed ``/v1/messages`` events."""
+    usage = _anthropic_usage(reply, request)
+    start_usage = {k: v for k, v in usage.items() if k != "output_tokens"}
+    message = {**_messages_body(reply, request), "content": [], "stop_reason": None}
+    message["usage"] = {**start_usage, "output_tokens": 1} if usage else {}
+    events = [
+        _sse({"type": "message_start", "message": message}, "message_start"),
+        _sse(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+            "content_block_start",
+        ),
+        _sse({"type": "ping"}, "ping"),
+    ]
+    for piece in _pieces(reply):
+        delta = {"type": "text_delta", "text": piece}
+        events.append(
+            _sse(
+                {"type": "content_block_delta", "index": 0, "delta": delta},
+                "content_block_delta",
+            )
+        )
+    events.append(
+        _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+    )
+    end: dict[str, Any] = {
+        "type": "message_delta",
+        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+    }
+    if usage:
+        end["usage"] = {"output_tokens": usage.get("output_tokens", 0)}
+    events.append(_sse(end, "message_delta"))
+    events.append(_sse({"type": "message_stop"}, "message_stop"))
+    return events
 
 
 def _embed_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
@@ -352,15 +525,29 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 owner._done()
 
         def _answer(self, reply: Reply, request: RecordedRequest) -> None:
-            if reply.delay > 0:
-                time.sleep(reply.delay)
+            delay = reply.delay + owner.latency
+            if delay > 0:
+                time.sleep(delay)
             if reply.drop:
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
+                owner._logged(request, 0, 0)
+                return
+            streamed = (
+                isinstance(request.json, dict)
+                and request.json.get("stream") is True
+                and request.method == "POST"
+                and request.path in _CHAT_PATHS + _MESSAGES_PATHS
+                and reply.body is None
+                and reply.json_body is None
+                and reply.status < 400
+            )
+            if streamed:
+                self._stream(reply, request)
                 return
             if (
                 request.method != "POST"
-                or request.path not in _CHAT_PATHS + _EMBED_PATHS
+                or request.path not in _CHAT_PATHS + _EMBED_PATHS + _MESSAGES_PATHS
             ):
                 status = 404
                 payload: bytes = json.dumps(
@@ -387,6 +574,9 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
             elif request.path in _EMBED_PATHS:
                 status = reply.status
                 payload = json.dumps(_embed_body(reply, request)).encode()
+            elif request.path in _MESSAGES_PATHS:
+                status = reply.status
+                payload = json.dumps(_messages_body(reply, request)).encode()
             else:
                 status = reply.status
                 payload = json.dumps(_chat_body(reply, request)).encode()
@@ -401,5 +591,34 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(payload)
             self.wfile.flush()
+            owner._logged(request, status, 0)
+
+        def _stream(self, reply: Reply, request: RecordedRequest) -> None:
+            """Server-sent events, one HTTP chunk per event."""
+            if request.path in _MESSAGES_PATHS:
+                events = _messages_stream(reply, request)
+            else:
+                events = _chat_stream(reply, request)
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self._finish()
+            self.end_headers()
+            for number, event in enumerate(events):
+                if reply.stream_cut is not None and number >= reply.stream_cut:
+                    # Broken off: no terminating chunk, the connection dropped.
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    owner._logged(request, reply.status, number)
+                    return
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            owner._logged(request, reply.status, len(events))
 
     return _Handler
