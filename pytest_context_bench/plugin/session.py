@@ -42,9 +42,13 @@ _SLIM = {s: {"v": WIRE_VERSION, "status": s} for s in ("pass", "below", "error",
 
 
 class CtxBenchWarning(pytest.PytestWarning):
-    """A non-fatal problem noticed by pytest-context-bench."""
+    """A non-fatal problem noticed by pytest-context-bench's plugin.
 
-    __module__ = "pytest_context_bench"
+    Importable as ``pytest_context_bench.plugin.CtxBenchWarning`` (its
+    ``__module__``): xdist rebuilds a worker's warning on the controller by that
+    name (``pytest_context_bench`` itself stays free of pytest)."""
+
+    __module__ = "pytest_context_bench.plugin"
 
 
 def is_worker(config: pytest.Config) -> bool:
