@@ -149,7 +149,8 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
     """The token usage of an OpenAI-style reply (or an Anthropic-style one, whose
     ``input_tokens`` and ``output_tokens`` are read as the prompt and completion
     tokens): ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` (0 when not
-    reported) and ``model``; ``None`` when the reply reports no usage.
+    reported), ``model`` and, when the reply names another model than the request
+    (a dated variant), ``reported_model``; ``None`` when the reply reports no usage.
 
     :param data: the parsed JSON reply.
     :param request_model: the ``model`` the request asked for (preferred for pricing:
@@ -175,12 +176,16 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
         if raw.get("completion_tokens") is not None
         else "output_tokens"
     )
-    return {
+    out = {
         "model": name,
         "prompt_tokens": _count(raw.get(prompt), f"usage.{prompt}", name),
         "completion_tokens": _count(raw.get(completion), f"usage.{completion}", name),
         "cached_tokens": cached,
     }
+    reported = data.get("model")
+    if isinstance(reported, str) and reported and reported != name:
+        out["reported_model"] = reported  # what the endpoint says it ran (pricing)
+    return out
 
 
 #: the status of a replay-mode miss: a 4xx that SDKs treat as final (the OpenAI and
@@ -239,7 +244,11 @@ class _Core:
     ) -> tuple[LLMCache | None, str | None, dict[str, Any]]:
         """(cache, key, facts); key ``None``: not cacheable."""
         owner = call_owner()
-        facts: dict[str, Any] = {"model": None, "owner": owner}
+        facts: dict[str, Any] = {
+            "model": None,
+            "owner": owner,
+            "api_url": clean_url(str(request.url)),  # the provider, for prices
+        }
         canonical = canonical_body(body)
         parsed: Any = None
         if canonical:
@@ -403,6 +412,7 @@ class _Core:
             entry.update(usage)
         elif facts.get("model"):
             entry["model"] = facts["model"]
+        entry["api_url"] = facts["api_url"]
         if owner.scope is not None:
             owner.scope.usage.append(entry)
         elif record_unattributed(entry) and not run_reports_unattributed():

@@ -306,6 +306,13 @@ class Controller:
         self.llm = llm_summary(
             (r.row for r in self.records), self.llm_cache, self.settings, self.unattributed
         )
+        from .llmcache import auto_unknown
+
+        unknown = auto_unknown(self.llm, self.settings)
+        if unknown is not None:
+            # --ctxbench-price=auto and a model it cannot price: never a silent $0.
+            self.problems.append(unknown)
+            session.testsfailed += 1
         self._check_score_fields(session)
         # Marked tests' datasets are known only now (under xdist the controller
         # never loads them): a changed one voids the comparison.
