@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import ipaddress
 import json
 import os
 import re
@@ -203,6 +202,8 @@ def _sealed(name: str, value: str) -> str:
 
 def is_loopback(host: str) -> bool:
     """``localhost`` (or a name under it), ``127.0.0.0/8`` or ``::1``."""
+    import ipaddress
+
     host = host.strip("[]").lower().rstrip(".")
     if host == "localhost" or host.endswith(".localhost"):
         return True
