@@ -6,7 +6,8 @@ what happened; the HTTP transports of :mod:`pytest_context_bench.transports` con
 it for every request. The module promises:
 
 - **never stale**: the key is a SHA-256 of the method, the whole URL (every query
-  parameter, sorted; :func:`key_url`), the JSON body in canonical form (keys sorted,
+  parameter, sorted; the port of a loopback host left out; :func:`key_url`), the
+  JSON body in canonical form (keys sorted,
   no insignificant whitespace) and the trial index of the call (see
   :mod:`pytest_context_bench.transports`). A changed prompt, model, temperature,
   tool list or URL parameter is a different key;
@@ -43,6 +44,7 @@ import sqlite3
 import stat
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,7 @@ __all__ = [
     "cache_key",
     "canonical_body",
     "clean_url",
+    "is_loopback",
     "key_url",
     "parse_age",
     "set_active_cache",
@@ -114,7 +117,15 @@ class CacheMiss(CtxBenchError):
     :param path: the cache file.
     """
 
-    def __init__(self, method: str, url: str, key: str, trial: int, path: Path) -> None:
+    def __init__(
+        self,
+        method: str,
+        url: str,
+        key: str,
+        trial: int,
+        path: Path,
+        other_hosts: Sequence[str] = (),
+    ) -> None:
         self.method, self.url, self.key, self.trial, self.path = (
             method,
             url,
@@ -122,12 +133,25 @@ class CacheMiss(CtxBenchError):
             trial,
             path,
         )
-        super().__init__(
+        self.other_hosts = list(other_hosts)
+        said = (
             f"cache miss in replay mode: {method} {url} (trial {trial}, key"
-            f" {key[:12]}) is not in {path}; nothing was sent. The request differs"
-            " from every recorded one (a changed prompt, model or parameter); record"
-            " it with --ctxbench-cache=once."
+            f" {key[:12]}) is not in {path}; nothing was sent."
         )
+        if self.other_hosts:
+            said += (
+                " The same request was recorded for another host:"
+                f" {', '.join(self.other_hosts)}; only the host differs (the key"
+                " holds the scheme and host, and the port unless the host is"
+                " loopback). Point the System at the recorded host, or record this"
+                " one with --ctxbench-cache=once."
+            )
+        else:
+            said += (
+                " The request differs from every recorded one (a changed prompt,"
+                " model or parameter); record it with --ctxbench-cache=once."
+            )
+        super().__init__(said)
 
 
 def _split_url(url: str) -> tuple[SplitResult, str]:
@@ -176,16 +200,38 @@ def _sealed(name: str, value: str) -> str:
     return "sealed:" + digest.hex()
 
 
-def key_url(url: str) -> str:
+def is_loopback(host: str) -> bool:
+    """``localhost`` (or a name under it), ``127.0.0.0/8`` or ``::1``."""
+    import ipaddress
+
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def key_url(url: str, *, any_host: bool = False) -> str:
     """``url`` as the cache key sees it: every query parameter, sorted (the value
     of a secret-named one, and the user info, replaced by a slow salted hash of it,
-    :func:`_sealed`); scheme and host in lower case; no fragment (it is never sent).
-    Two URLs a server can tell apart have two keys. Never written anywhere: only the
-    SHA-256 of it, with the rest of the request, is (:func:`cache_key`).
+    :func:`_sealed`); scheme and host in lower case; no fragment (it is never sent);
+    no port when the host is loopback (:func:`is_loopback`: a local model server
+    started on another free port replays the same entries). Two URLs a server can
+    tell apart have two keys. Never written anywhere: only the SHA-256 of it, with
+    the rest of the request, is (:func:`cache_key`).
 
     :param url: any URL.
+    :param any_host: leave the host and port out (``*``): the key of the same
+        request at any host, with which a replay miss finds the host it was recorded
+        for.
     """
     parts, netloc = _split_url(url)
+    if any_host:
+        netloc = "*"
+    elif parts.port is not None and is_loopback(parts.hostname or ""):
+        netloc = netloc.rpartition(":")[0]
     query = urlencode(
         sorted(
             (k, _sealed(k, v) if secret_name(k) else v)
@@ -214,7 +260,9 @@ def canonical_body(body: bytes) -> bytes | None:
     ).encode("utf-8")
 
 
-def cache_key(method: str, url: str, body: bytes, trial: int) -> str:
+def cache_key(
+    method: str, url: str, body: bytes, trial: int, *, any_host: bool = False
+) -> str:
     """The cache key of a request: SHA-256 (hex) of the method, :func:`key_url` of
     the URL (every parameter, credentials included: only this one-way hash of it is
     stored), the canonical body and the trial index.
@@ -223,12 +271,14 @@ def cache_key(method: str, url: str, body: bytes, trial: int) -> str:
     :param url: the request URL.
     :param body: the canonical request body (:func:`canonical_body`).
     :param trial: the trial index (1-based).
+    :param any_host: the key without host and port (stored beside each entry, so
+        that a replay miss can say the request was recorded for another host).
     """
     h = hashlib.sha256()
     for part in (
         f"ctxbench-cache/{SCHEMA_VERSION}",
         method.upper(),
-        key_url(url),
+        key_url(url, any_host=any_host),
         str(int(trial)),
     ):
         h.update(part.encode("utf-8"))
@@ -264,9 +314,16 @@ CREATE TABLE IF NOT EXISTS entries (
     content_type TEXT NOT NULL,
     body BLOB NOT NULL,
     created REAL NOT NULL,
-    version TEXT NOT NULL
+    version TEXT NOT NULL,
+    hostless TEXT
 )
 """
+#: the key of the same request at any host (:func:`cache_key` ``any_host``); added
+#: to files created before it (an old reader writes NULL there: no harm).
+_HOSTLESS = [
+    "ALTER TABLE entries ADD COLUMN hostless TEXT",
+    "CREATE INDEX IF NOT EXISTS entries_hostless ON entries (hostless)",
+]
 
 
 class CacheStore:
@@ -389,12 +446,14 @@ class CacheStore:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     conn.execute(_SCHEMA)
+                    conn.execute(_HOSTLESS[1])
                     conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                     conn.execute("COMMIT")
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
+            self._add_hostless(conn)
             # A damaged page shows here rather than in the middle of the run.
             conn.execute("SELECT count(*) FROM entries").fetchone()
         except sqlite3.OperationalError as exc:
@@ -405,6 +464,36 @@ class CacheStore:
             raise self._bad(f"cannot be used ({exc})") from None
         except sqlite3.DatabaseError as exc:
             raise self._bad(f"is damaged ({exc})") from None
+
+    def _add_hostless(self, conn: sqlite3.Connection) -> None:
+        """Add the ``hostless`` column to a file written before it (once)."""
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(entries)")]
+        if "hostless" in columns:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            columns = [r[1] for r in conn.execute("PRAGMA table_info(entries)")]
+            if "hostless" not in columns:
+                for statement in _HOSTLESS:
+                    conn.execute(statement)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def other_hosts(self, hostless: str, limit: int = 3) -> list[str]:
+        """The URLs (:func:`clean_url`) of entries recorded for the same request at
+        another host: those whose ``hostless`` key is ``hostless``."""
+        with self._lock:
+            conn = self._connect()
+            try:
+                rows = conn.execute(
+                    "SELECT DISTINCT url FROM entries WHERE hostless = ? LIMIT ?",
+                    (hostless, limit),
+                ).fetchall()
+            except sqlite3.DatabaseError as exc:
+                raise self._bad(f"cannot be read ({exc})") from None
+        return [str(r[0]) for r in rows]
 
     def get(self, key: str) -> CachedResponse | None:
         """The entry stored under ``key``, or ``None``."""
@@ -424,14 +513,23 @@ class CacheStore:
             int(row[0]), str(row[1]), bytes(row[2]), float(row[3]), str(row[4])
         )
 
-    def put(self, key: str, method: str, url: str, response: CachedResponse) -> None:
-        """Store (or overwrite) ``response`` under ``key``."""
+    def put(
+        self,
+        key: str,
+        method: str,
+        url: str,
+        response: CachedResponse,
+        hostless: str | None = None,
+    ) -> None:
+        """Store (or overwrite) ``response`` under ``key`` (``hostless``: the key of
+        the same request at any host, :meth:`other_hosts`)."""
         with self._lock:
             conn = self._connect()
             try:
                 conn.execute(
                     "INSERT OR REPLACE INTO entries (key, method, url, status,"
-                    " content_type, body, created, version) VALUES (?,?,?,?,?,?,?,?)",
+                    " content_type, body, created, version, hostless)"
+                    " VALUES (?,?,?,?,?,?,?,?,?)",
                     (
                         key,
                         method.upper(),
@@ -441,6 +539,7 @@ class CacheStore:
                         response.body,
                         response.created,
                         response.version,
+                        hostless,
                     ),
                 )
             except sqlite3.DatabaseError as exc:

@@ -426,6 +426,9 @@ def run_example(
     )
 
 
+_MISS_TYPE = "pytest_context_bench.cache.CacheMiss"
+
+
 def attach_usage(row: EvalRow, scope: CallScope) -> BaseException | None:
     """Put what the HTTP transports measured during ``scope`` into ``row.metadata``.
 
@@ -433,8 +436,10 @@ def attach_usage(row: EvalRow, scope: CallScope) -> BaseException | None:
     ``cost_usd`` / ``saved_usd`` when prices are set; ``judge_usage`` /
     ``judge_cost_usd`` for the evaluators' calls (LLM judges, embeddings), kept apart
     so that the System's cost of pass does not include the judge. When the System
-    failed on a replay-mode cache miss that its own client reported as something else
-    (the OpenAI SDK says "Connection error."), the row's error names the cache miss.
+    met a replay-mode cache miss (answered with an HTTP 404 that SDKs do not retry:
+    :func:`~.transports.miss_response`), the row is an error naming the cache miss,
+    whatever the System made of it (the SDK's ``NotFoundError``, another exception,
+    or nothing: the miss is then returned for the caller to raise).
     A reply whose usage holds a count that is not a whole number >= 0 (NaN,
     negative...) makes the row an error (:class:`~.transports.BadUsageError`, which
     is returned for the caller to raise; ``None`` otherwise).
@@ -469,13 +474,32 @@ def attach_usage(row: EvalRow, scope: CallScope) -> BaseException | None:
         raised: BaseException | None = exc
     else:
         raised = None
-    misses = [u["error"] for u in scope.usage if "error" in u]
-    if misses and row.error is not None and "cache miss" not in row.error["message"]:
+    misses = [u for u in scope.usage if "error" in u]
+    if misses and row.error is None:
+        # A replay-mode miss the System did not raise (it read the 404 its SDK got,
+        # or caught the error): the example is an error row all the same, never
+        # scored on what the System made of a reply that was not sent.
+        miss = misses[0].get("exception")
+        row.error = {
+            "type": _MISS_TYPE,
+            "message": str(misses[0]["error"]),
+            "where": "system",
+        }
+        row.scores = {}
+        if raised is None and isinstance(miss, BaseException):
+            raised = miss
+    elif misses and row.error is not None and row.error["type"] != _MISS_TYPE:
+        # The SDK's exception for the miss's 404 (openai.NotFoundError), or whatever
+        # the System made of it: the row names the cache miss.
+        said = str(misses[0]["error"])
+        theirs = row.error["message"]
+        raised_by = f"the System raised {row.error['type']}"
         row.error = {
             **row.error,
-            "type": "pytest_context_bench.cache.CacheMiss",
-            "message": f"{misses[0]} (the System raised {row.error['type']}:"
-            f" {row.error['message']})",
+            "type": _MISS_TYPE,
+            "message": f"{said} ({raised_by})"
+            if said in theirs
+            else f"{said} ({raised_by}: {theirs})",
         }
     return raised
 

@@ -604,6 +604,9 @@ class LLMClient:
     def _checked(
         self, response: httpx.Response, shown: str, number: int
     ) -> dict[str, Any]:
+        miss = response.extensions.get("ctxbench_cache_miss")
+        if isinstance(miss, Exception):
+            raise miss  # a replay-mode cache miss: nothing was sent, never retried
         status = response.status_code
         text = response.text
         if status in _RETRY_STATUSES:

@@ -410,4 +410,12 @@ def merge_llm(shards: Sequence[Shard]) -> dict[str, Any] | None:
             for m in moneys[0].get("prices_unused") or ()
             if all(m in u for u in unused)
         ]
+        sources: dict[str, Any] = {}
+        for m in moneys:
+            sources.update(m.get("price_sources") or {})
+        if sources:
+            out["money"]["price_sources"] = sources
+        gp = [m["genai_prices"] for m in moneys if m.get("genai_prices")]
+        if gp:
+            out["money"]["genai_prices"] = gp[0]
     return out

@@ -6,9 +6,11 @@ transport. For each request they:
 1. look the request up in the run's :class:`~pytest_context_bench.cache.LLMCache`
    (keyed by what is sent and the trial index; see :mod:`pytest_context_bench.cache`)
    and answer from it on a hit, without sending anything;
-2. on a miss, send the request (``once``, ``refresh``) or raise
-   :class:`~pytest_context_bench.cache.CacheMiss` (``replay``: nothing is ever sent,
-   streamed or not), and store a 2xx JSON reply, or a 2xx streamed reply
+2. on a miss, send the request (``once``, ``refresh``) or, under ``replay``, answer
+   it without sending anything, streamed or not, with an HTTP 404 that SDKs do not
+   retry (:func:`miss_response`: ``x-should-retry: false``, the
+   :class:`~pytest_context_bench.cache.CacheMiss` message in the body; the example is
+   an error row); store a 2xx JSON reply, or a 2xx streamed reply
    (``text/event-stream``) once the client has read it to its end;
 3. append the reply's ``usage`` (prompt, completion and cached tokens, the model, and
    whether it came from the cache) to the current call's
@@ -88,6 +90,7 @@ __all__ = [
     "async_http_client",
     "http_client",
     "httpx2_transports",
+    "miss_response",
     "sse_events",
     "stream_usage",
     "usage_of",
@@ -164,7 +167,8 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
     """The token usage of an OpenAI-style reply (or an Anthropic-style one, whose
     ``input_tokens`` and ``output_tokens`` are read as the prompt and completion
     tokens): ``prompt_tokens``, ``completion_tokens``, ``cached_tokens`` (0 when not
-    reported) and ``model``; ``None`` when the reply reports no usage.
+    reported), ``model`` and, when the reply names another model than the request
+    (a dated variant), ``reported_model``; ``None`` when the reply reports no usage.
 
     :param data: the parsed JSON reply.
     :param request_model: the ``model`` the request asked for (preferred for pricing:
@@ -199,6 +203,9 @@ def usage_of(data: Any, request_model: str | None) -> dict[str, Any] | None:
     }
     if prompt == "input_tokens":
         out.update(_anthropic_cache(raw, name))
+    reported = data.get("model")
+    if isinstance(reported, str) and reported and reported != name:
+        out["reported_model"] = reported  # what the endpoint says it ran (pricing)
     return out
 
 
@@ -222,6 +229,39 @@ def _anthropic_cache(raw: dict[str, Any], name: str) -> dict[str, int]:
     if written:
         out["cache_write_tokens"] = written
     return out
+
+
+#: the status of a replay-mode miss: a 4xx that SDKs treat as final (the OpenAI and
+#: Anthropic SDKs retry 408, 409, 429 and 5xx only, and obey ``x-should-retry``).
+MISS_STATUS = 404
+#: ``response.extensions`` key holding the :class:`CacheMiss` of a miss reply.
+MISS_EXTENSION = "ctxbench_cache_miss"
+
+
+def miss_response(request: httpx.Request, miss: CacheMiss) -> httpx.Response:
+    """The answer to a request not in the cache under ``replay`` (nothing was sent):
+    HTTP 404 with ``x-should-retry: false``, so that SDKs raise it at once instead of
+    retrying it with back-off, and an OpenAI-style error body holding the miss's
+    message (the SDK's exception shows it). The :class:`CacheMiss` itself is in
+    ``response.extensions[MISS_EXTENSION]`` (the built-in client raises it)."""
+    body = {
+        "error": {
+            "message": str(miss),
+            "type": "ctxbench_cache_miss",
+            "code": "cache_miss",
+        }
+    }
+    return httpx.Response(
+        MISS_STATUS,
+        headers={
+            "content-type": "application/json",
+            "x-should-retry": "false",
+            CACHE_HEADER: "miss",
+        },
+        content=json.dumps(body).encode("utf-8"),
+        request=request,
+        extensions={MISS_EXTENSION: miss},
+    )
 
 
 class _Core:
@@ -249,7 +289,11 @@ class _Core:
     ) -> tuple[LLMCache | None, str | None, dict[str, Any]]:
         """(cache, key, facts); key ``None``: not cacheable."""
         owner = call_owner()
-        facts: dict[str, Any] = {"model": None, "owner": owner}
+        facts: dict[str, Any] = {
+            "model": None,
+            "owner": owner,
+            "api_url": clean_url(str(request.url)),  # the provider, for prices
+        }
         canonical = canonical_body(body)
         parsed: Any = None
         if canonical:
@@ -280,11 +324,11 @@ class _Core:
                 )
             return cache, None, facts
         facts["trial"] = owner.trial
-        return (
-            cache,
-            cache_key(request.method, str(request.url), canonical, owner.trial),
-            facts,
+        url = str(request.url)
+        facts["hostless"] = cache_key(
+            request.method, url, canonical, owner.trial, any_host=True
         )
+        return (cache, cache_key(request.method, url, canonical, owner.trial), facts)
 
     def lookup(
         self, cache: LLMCache, key: str, request: httpx.Request, facts: dict[str, Any]
@@ -311,18 +355,39 @@ class _Core:
             return response
         cache.count("misses")
         if cache.mode == "replay":
+            try:
+                others = cache.store.other_hosts(facts["hostless"])
+            except CacheFileError:
+                others = []
             miss = CacheMiss(
                 request.method,
                 clean_url(str(request.url)),
                 key,
                 facts["trial"],
                 cache.path,
+                others,
             )
             scope = facts["owner"].scope
             if scope is not None:
-                scope.usage.append({"cache": "miss", "error": str(miss)})
+                scope.usage.append(
+                    {"cache": "miss", "error": str(miss), "exception": miss}
+                )
             raise miss
         return None
+
+    def consult(
+        self, request: httpx.Request, body: bytes
+    ) -> tuple[LLMCache | None, str | None, dict[str, Any], httpx.Response | None]:
+        """:meth:`plan` then :meth:`lookup`: (cache, key, facts, the reply to give
+        without sending: a hit, or a replay miss as :func:`miss_response`)."""
+        try:
+            cache, key, facts = self.plan(request, body)
+            hit = None
+            if cache is not None and key is not None:
+                hit = self.lookup(cache, key, request, facts)
+        except CacheMiss as miss:
+            return None, None, {}, miss_response(request, miss)
+        return cache, key, facts, hit
 
     @staticmethod
     def wants_body(response: httpx.Response) -> bool:
@@ -352,6 +417,7 @@ class _Core:
                     CachedResponse(
                         response.status_code, ctype, content, time.time(), __version__
                     ),
+                    facts.get("hostless"),
                 )
                 cache.count("stored")
             except CacheFileError as exc:
@@ -399,6 +465,7 @@ class _Core:
             entry["model"] = facts["model"]
         if facts.get("estimated"):
             entry["estimated"] = True
+        entry["api_url"] = facts["api_url"]
         if owner.scope is not None:
             owner.scope.usage.append(entry)
         elif record_unattributed(entry) and not run_reports_unattributed():
@@ -796,11 +863,9 @@ class CacheTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         body = request.read()
-        cache, key, facts = self._core.plan(request, body)
-        if cache is not None and key is not None:
-            hit = self._core.lookup(cache, key, request, facts)
-            if hit is not None:
-                return hit
+        cache, key, facts, answer = self._core.consult(request, body)
+        if answer is not None:
+            return answer
         response = self.transport.handle_request(request)
         if not self._core.wants_body(response):
             return self._core.streamed(cache, key, request, response, facts)
@@ -833,11 +898,9 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
         # SQLite lookups take microseconds: run inline rather than in a thread.
-        cache, key, facts = self._core.plan(request, body)
-        if cache is not None and key is not None:
-            hit = self._core.lookup(cache, key, request, facts)
-            if hit is not None:
-                return hit
+        cache, key, facts, answer = self._core.consult(request, body)
+        if answer is not None:
+            return answer
         response = await self.transport.handle_async_request(request)
         if not self._core.wants_body(response):
             return self._core.astreamed(cache, key, request, response, facts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import re
 import sqlite3
 import time
 import warnings
@@ -158,8 +159,14 @@ def test_replay_miss_sends_nothing_and_names_the_miss(tmp_path: Path) -> None:
         scope = CallScope("s", "d", "ex-1", trial=1)
         with _client(replay) as client, call_scope(scope):
             assert client.post(url, json=BODY).json()["choices"][0]["message"]["content"] == "recorded"
-            with pytest.raises(CacheMiss, match=r"cache miss in replay mode: POST .*chat/completions \(trial 1"):
-                client.post(url, json={**BODY, "temperature": 1})
+            # Answered, not raised: a 404 that SDKs treat as final (no retry), with
+            # the miss in the body and the CacheMiss itself in the extensions.
+            missed = client.post(url, json={**BODY, "temperature": 1})
+            assert missed.status_code == 404
+            assert missed.headers["x-should-retry"] == "false"
+            message = missed.json()["error"]["message"]
+            assert re.match(r"cache miss in replay mode: POST .*chat/completions \(trial 1", message)
+            assert isinstance(missed.extensions["ctxbench_cache_miss"], CacheMiss)
         assert len(llm.requests) == 1
     assert [u["cache"] for u in scope.usage] == ["hit", "miss"]
     assert "cache miss" in scope.usage[1]["error"]
@@ -534,7 +541,7 @@ def test_a_system_that_hides_the_cache_miss_still_gets_a_row_naming_it(tmp_path:
         def process(self, example: dict) -> dict:
             try:
                 with _client(LLMCache.in_dir(tmp_path, "replay")) as client:
-                    client.post(self.url, json={**BODY, "q": example["question"]})
+                    client.post(self.url, json={**BODY, "q": example["question"]}).raise_for_status()
             except Exception:
                 raise RuntimeError("Connection error.") from None
             return example
@@ -603,3 +610,121 @@ def test_processes_creating_the_file_at_once_all_use_it(tmp_path: Path) -> None:
         for p in procs:
             p.join()
         assert got == ["ok"] * 6, (round_, got)
+
+
+def test_openai_sdk_does_not_retry_a_replay_miss(tmp_path: Path) -> None:
+    """A replay-mode miss is an HTTP 404 with ``x-should-retry: false`` (the openai
+    SDK retries 408, 409, 429, 5xx and connection errors): 30 misses through the real
+    SDK, allowed 2 retries each, are 30 attempts, each raising NotFoundError with the
+    miss's message at once (no retry, so no back-off); nothing reaches the server.
+    The SDK used to get an exception from the transport, which it retried twice with
+    back-off ("Connection error.")."""
+    openai = pytest.importorskip("openai")
+    from pytest_context_bench.transports import async_http_client, http_client
+
+    cache = LLMCache.in_dir(tmp_path, "replay")
+    with FakeLLM() as llm:
+        client = openai.OpenAI(
+            base_url=llm.url_v1, api_key="sk-test", max_retries=2,
+            http_client=http_client(cache=cache),
+        )
+        for i in range(30):
+            with call_scope(CallScope("s", "d", f"e{i}", trial=1)):
+                with pytest.raises(openai.NotFoundError) as raised:
+                    client.chat.completions.create(
+                        model="m", messages=[{"role": "user", "content": f"q{i}"}]
+                    )
+            assert "cache miss in replay mode: POST" in str(raised.value)
+            assert "nothing was sent" in str(raised.value)
+            assert raised.value.response.headers["x-ctxbench-cache"] == "miss"
+        assert cache.stats.misses == 30  # one attempt per call: no retry
+
+        async def once() -> None:
+            aclient = openai.AsyncOpenAI(
+                base_url=llm.url_v1, api_key="sk-test", max_retries=2,
+                http_client=async_http_client(cache=cache),
+            )
+            with pytest.raises(openai.NotFoundError, match="cache miss in replay mode"):
+                await aclient.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": "async"}]
+                )
+
+        asyncio.run(once())
+        assert cache.stats.misses == 31
+        assert llm.requests == []
+
+
+def test_loopback_port_is_not_part_of_the_key() -> None:
+    from pytest_context_bench.cache import key_url
+
+    body = canonical_body(b'{"model": "m"}') or b""
+    for a, b in [
+        ("http://127.0.0.1:8000/v1/x", "http://127.0.0.1:41234/v1/x"),
+        ("http://LOCALHOST:8000/v1/x", "http://localhost/v1/x"),
+        ("http://[::1]:8000/v1/x", "http://[::1]:9/v1/x"),
+        ("http://127.3.4.5:1/v1/x", "http://127.3.4.5:2/v1/x"),
+    ]:
+        assert key_url(a) == key_url(b)
+        assert cache_key("POST", a, body, 1) == cache_key("POST", b, body, 1)
+    for a, b in [
+        ("http://llm.example:8000/v1/x", "http://llm.example:9000/v1/x"),
+        ("http://10.0.0.1:8000/v1/x", "http://10.0.0.1:8001/v1/x"),
+        ("http://127.0.0.1:8000/v1/x", "http://localhost:8000/v1/x"),  # another host
+        ("http://127.0.0.1:8000/v1/x", "https://127.0.0.1:8000/v1/x"),
+    ]:
+        assert cache_key("POST", a, body, 1) != cache_key("POST", b, body, 1)
+
+
+def test_a_local_server_on_a_new_port_replays_and_another_host_is_named(
+    tmp_path: Path,
+) -> None:
+    """Recorded against a loopback server on one port, replayed against another on a
+    new port: every request is a hit, none is sent. A replay miss whose only
+    difference is the host (localhost instead of 127.0.0.1) says so, naming the
+    recorded URL."""
+    replay = LLMCache.in_dir(tmp_path, "replay")
+    with FakeLLM(["recorded"]) as first, FakeLLM(["never"]) as second:
+        recorded = f"{first.base_url}/v1/chat/completions"
+        with _client(LLMCache.in_dir(tmp_path, "once")) as client:
+            with call_scope(CallScope("s", "d", "e", trial=1)):
+                client.post(recorded, json=BODY)
+        assert second.base_url != first.base_url
+        client = _client(replay)
+        with call_scope(CallScope("s", "d", "e", trial=1)):
+            reply = client.post(f"{second.base_url}/v1/chat/completions", json=BODY)
+            assert reply.json()["choices"][0]["message"]["content"] == "recorded"
+            port = second.base_url.rsplit(":", 1)[1]
+            missed = client.post(
+                f"http://localhost:{port}/v1/chat/completions", json=BODY
+            )
+            other = client.post(
+                f"{second.base_url}/v1/chat/completions", json={**BODY, "n": 2}
+            )
+        client.close()
+        assert second.requests == [] and len(first.requests) == 1
+    assert missed.status_code == 404
+    message = missed.json()["error"]["message"]
+    assert f"recorded for another host: {recorded}; only the host differs" in message
+    assert "only the host differs" not in other.json()["error"]["message"]
+
+
+def test_a_cache_file_without_the_hostless_column_gains_it(tmp_path: Path) -> None:
+    """A file written before the hostless column (same schema version) is read, and
+    its new entries can name their host on a miss."""
+    path = tmp_path / CACHE_FILE
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE entries (key TEXT PRIMARY KEY, method TEXT NOT NULL, url TEXT"
+        " NOT NULL, status INTEGER NOT NULL, content_type TEXT NOT NULL, body BLOB NOT"
+        " NULL, created REAL NOT NULL, version TEXT NOT NULL)"
+    )
+    conn.execute("INSERT INTO entries VALUES ('old', 'POST', 'http://h/x', 200, 'application/json', x'7b7d', 1.0, 't')")
+    conn.execute("PRAGMA application_id = 1668577378")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    store = CacheStore(path)
+    assert store.get("old") is not None
+    store.put("new", "POST", "http://h/x", CachedResponse(200, "application/json", b"{}", 2.0, "t"), "any")
+    assert store.other_hosts("any") == ["http://h/x"]
+    store.close()

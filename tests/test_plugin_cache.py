@@ -292,11 +292,17 @@ def test_newer_schema_cache_is_left_alone(cached_project: pytest.Pytester) -> No
 
 
 def test_money_gates_and_price_lines(cached_project: pytest.Pytester) -> None:
+    # Explicit prices only: genai-prices (--ctxbench-price=auto) is never imported.
+    cached_project.makeconftest(
+        "import sys\n\ndef pytest_unconfigure(config):\n"
+        "    open('imported.txt', 'w').write(str('genai_prices' in sys.modules))\n"
+    )
     with FakeLLM(handler=_handler) as llm:
         over = _run(cached_project, llm, "--ctxbench-price=m=1000/1000", "--ctxbench-max-cost-usd=0.5",
                     "--ctxbench-max-cost-of-pass-usd=0.1", "--ctxbench-price=gpt-typo=1/1")
         unknown = _run(cached_project, llm, "--ctxbench-price=other=1/1", "--ctxbench-max-cost-of-pass-usd=1")
     assert over.ret == 1
+    assert (cached_project.path / "imported.txt").read_text() == "False"
     over.stdout.fnmatch_lines([
         "*FAIL local: max_cost_usd: total_cost_usd = 0.72 breaches the limit <= 0.5*",
         "*PASS local: max_cost_of_pass_usd: cost_of_pass_usd = 0.036 meets the limit <= 0.1*",

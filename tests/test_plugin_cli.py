@@ -10,6 +10,7 @@ from xml.etree import ElementTree
 import jsonschema
 import pytest
 
+from pytest_context_bench import __version__
 from pytest_context_bench.plugin.options import OPTIONS
 from pytest_context_bench.report import load_schema
 
@@ -291,7 +292,7 @@ def test_json_path_under_a_file_is_a_usage_error(project: pytest.Pytester) -> No
 
 def test_report_header_and_plugin_disable(project: pytest.Pytester) -> None:
     result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo")
-    result.stdout.fnmatch_lines(["ctxbench: datasets qa (6); systems echo"])
+    result.stdout.fnmatch_lines([f"ctxbench {__version__}: datasets qa (6); systems echo"])
     disabled = project.runpytest("-p", "no:ctxbench", "--ctxbench-dataset=qa.jsonl")
     assert disabled.ret == pytest.ExitCode.USAGE_ERROR  # the option no longer exists
 
@@ -349,3 +350,24 @@ def test_family_from_the_option_and_the_marker(project: pytest.Pytester) -> None
     bad = project.runpytest("--ctxbench-dataset=sums.jsonl", "--ctxbench-system=sumsys:s", "--ctxbench-task=poetry")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["ERROR: --ctxbench-task must be one of qa, summarization, *, given: 'poetry'"])
+
+
+def test_ctxbench_version_is_the_installed_one(tmp_path) -> None:
+    """`ctxbench --version` (the console script pip installed) prints the version the
+    package's metadata holds, exit 0 (it was a usage error, exit 4); the JSON report
+    and the header line carry the same version."""
+    import importlib.metadata
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = shutil.which("ctxbench", path=str(Path(sys.executable).parent))
+    assert script is not None, "the ctxbench console script is not installed"
+    done = subprocess.run(
+        [script, "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    installed = importlib.metadata.version("pytest-context-bench")
+    assert done.stdout.strip() == f"ctxbench (pytest-context-bench) {installed}"
+    assert installed == __version__

@@ -12,6 +12,7 @@ import pytest
 
 from helpers import read_json
 
+from pytest_context_bench import __version__
 from pytest_context_bench.datasets.selection import Selection
 
 
@@ -95,7 +96,7 @@ def test_selection_from_ini_and_header(project: pytest.Pytester) -> None:
     assert _item_ids(result) == expected
     header = project.runpytest("--co")
     header.stdout.fnmatch_lines([
-        f"ctxbench: datasets qa ({len(expected)} of 20: first 12, sample 6 (seed 1), "
+        f"ctxbench {__version__}: datasets qa ({len(expected)} of 20: first 12, sample 6 (seed 1), "
         "shard 2/2); systems echo"
     ])
 

@@ -35,7 +35,10 @@ CLIENT = pytest_context_bench.http_client(timeout=60)
 
 def _ask(question):
     body = {"model": "m", "messages": [{"role": "user", "content": question}]}
-    return CLIENT.post(URL, json=body).json()["choices"][0]["message"]["content"]
+    reply = CLIENT.post(URL, json=body)
+    if reply.is_error:  # as an SDK does (a replay miss is a 404 whose body says why)
+        raise RuntimeError(reply.json()["error"]["message"])
+    return reply.json()["choices"][0]["message"]["content"]
 
 
 def _note(ex, text):

@@ -5,6 +5,8 @@ Each subcommand is a module of this package with two functions,
 exit status). :data:`COMMANDS` lists them: a subcommand is one entry there and one
 module here.
 
+``ctxbench --version`` prints the installed version (exit 0).
+
 Exit statuses follow pytest's: 0 all good, 1 a gate failed or a difference was
 found, 4 a usage error (a bad argument or an unreadable file, said in one line).
 """
@@ -32,6 +34,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ctxbench",
         description="Work on pytest-context-bench reports and caches.",
+    )
+    from .. import __version__
+
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"ctxbench (pytest-context-bench) {__version__}",
     )
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
     subs.required = True

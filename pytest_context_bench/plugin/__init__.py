@@ -455,7 +455,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
     ds = ", ".join(f"{d.tag} ({size(d)})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
-    lines = [inert(f"ctxbench: datasets {ds}; systems {systems}")]
+    lines = [inert(f"ctxbench {__version__}: datasets {ds}; systems {systems}")]
     # None unless a dataset runs code. Under xdist the workers run the examples,
     # each with its own sandbox: the controller's zygote stops once asked.
     xdist = getattr(config.option, "dist", "no") not in ("no", None)

@@ -28,6 +28,7 @@ __all__ = [
     "UNATTRIBUTED_KEY",
     "activate",
     "asked",
+    "auto_unknown",
     "deactivate",
     "default_cache_dir",
     "llm_summary",
@@ -137,6 +138,7 @@ def llm_summary(
     money = {"cost_usd": 0.0, "judge_cost_usd": 0.0, "saved_usd": 0.0}
     models: dict[str, None] = {}
     unpriced: dict[str, None] = {}
+    sources: dict[str, str] = {}
     misses = 0
     seen = False
     for row in rows:
@@ -153,6 +155,7 @@ def llm_summary(
                 totals[k] += int(usage.get(k, 0))
             models.update(dict.fromkeys(usage.get("models", ())))
             unpriced.update(dict.fromkeys(usage.get("unpriced_models", ())))
+            sources.update(usage.get("price_sources") or {})
             for key, target in ((cost_key, cost_key), (saved_key, "saved_usd")):
                 value = md.get(key)
                 if isinstance(value, (int, float)):
@@ -168,6 +171,7 @@ def llm_summary(
             totals[k] += int(loose.get(k, 0))
         models.update(dict.fromkeys(loose.get("models", ())))
         unpriced.update(dict.fromkeys(loose.get("unpriced_models", ())))
+        sources.update(loose.get("price_sources") or {})
         for key in ("cost_usd", "saved_usd"):
             value = loose.get(key)
             if isinstance(value, (int, float)):
@@ -205,8 +209,41 @@ def llm_summary(
             "saved_usd": money["saved_usd"],
             "unpriced_models": list(unpriced),
             "prices_unused": [m for m in settings.prices if m not in models],
+            # model → what priced it: --ctxbench-price, or genai-prices' match
+            "price_sources": {m: sources[m] for m in models if m in sources},
         }
+        if getattr(settings.prices, "auto", False):
+            from ..pricing import genai_prices_version
+
+            out["money"]["genai_prices"] = {
+                "version": genai_prices_version(),
+                "provider": getattr(settings.prices, "provider", None),
+            }
     return out
+
+
+def auto_unknown(summary: dict[str, Any] | None, settings: Settings) -> str | None:
+    """Under ``--ctxbench-price=auto``: the one error naming the models that neither
+    genai-prices nor an explicit price priced (their money is unknown, never $0),
+    or ``None``."""
+    if not getattr(settings.prices, "auto", False) or summary is None:
+        return None
+    money = summary.get("money") or {}
+    unknown = list(money.get("unpriced_models") or ())
+    if not unknown:
+        return None
+    gp = money.get("genai_prices") or {}
+    provider = gp.get("provider")
+    where = f"provider {provider!r}" if provider else "any provider"
+    first = unknown[0]
+    name = "" if provider else f" or name the provider ({PRICE.flag}=auto:PROVIDER)"
+    return (
+        f"FAILED {PRICE.flag}=auto: genai-prices {gp.get('version', '?')} has no price"
+        f" for model(s) {', '.join(map(repr, unknown))} (at {where}; matched on the"
+        " model the endpoint reported, then the one requested), so their cost is"
+        f" unknown. Give each a price ({PRICE.flag}={first}=IN/OUT, US dollars per"
+        f" million tokens){name}"
+    )
 
 
 def _usd(value: float) -> str:
@@ -278,7 +315,14 @@ def summary_lines(
                 {},
             )
         )
-        if money["unpriced_models"]:
+        gp = money.get("genai_prices")
+        if gp and money.get("price_sources"):
+            said = "; ".join(
+                f"{m!r} {src}" for m, src in money["price_sources"].items()
+            )
+            data = f" (genai-prices {gp['version']} data)" if gp else ""
+            lines.append((f"LLM prices{data}: {said}", {}))
+        if money["unpriced_models"] and not gp:  # with auto: auto_unknown's line
             lines.append(
                 (
                     f"{PRICE.flag}: no price for model(s)"

@@ -321,8 +321,9 @@ PRICE = _opt(
     "price",
     "list",
     "Price of a model, repeatable: MODEL=IN/OUT[/CACHED] in US dollars per million"
-    " prompt/completion/cached prompt tokens; turns measured usage into cost_usd. No"
-    " price is built in",
+    " prompt/completion/cached prompt tokens; turns measured usage into cost_usd."
+    " 'auto' (or auto:PROVIDER) prices the other models from genai-prices (extra"
+    " 'prices'); no price is built in",
     "SPEC",
 )
 MAX_COST_USD = _opt(
@@ -585,7 +586,7 @@ class Settings:
     #: LLM cache mode (cache.MODES) and the directory of its file (None: default)
     cache_mode: str = "once"
     cache_dir: Path | None = None
-    #: model → Price, from --ctxbench-price
+    #: model → Price, from --ctxbench-price (a pricing.PriceTable: ``auto`` too)
     prices: dict[str, Any] = field(default_factory=dict)
     #: System calls in flight in the whole run (--ctxbench-concurrency); None: one
     #: at a time in each process, as before the option existed
@@ -945,8 +946,26 @@ def _cache_settings(
                 f" point it at a writable directory or pass {CACHE.flag}=off"
             )
     specs, from_cli = get(PRICE)
-    prices: dict[str, Any] = {}
+    from ..pricing import AUTO, PriceTable
+
+    prices = PriceTable()
     for spec in specs:
+        word, _, provider = str(spec).strip().partition(":")
+        if word.strip().lower() == AUTO and "=" not in str(spec):
+            prices.auto = True
+            provider = provider.strip()
+            if _ and not provider:
+                raise pytest.UsageError(
+                    f"{PRICE.where(from_cli)}: auto:PROVIDER needs a provider id"
+                    f" (openai, anthropic, google, ...), given: {spec!r}"
+                )
+            if provider and prices.provider not in (None, provider):
+                raise pytest.UsageError(
+                    f"{PRICE.where(from_cli)} names two providers for auto"
+                    f" ({prices.provider!r}, {provider!r}); give one"
+                )
+            prices.provider = provider or prices.provider
+            continue
         try:
             model, price = parse_price(str(spec).strip())
         except ValueError as exc:
@@ -957,7 +976,31 @@ def _cache_settings(
                 " give one"
             )
         prices[model] = price
+    if prices.auto:
+        _check_auto(prices, PRICE.where(from_cli))
     return mode, cache_dir, prices
+
+
+def _check_auto(prices: Any, where: str) -> None:
+    """``auto`` needs genai-prices installed, and a named provider it knows (found
+    without importing it unless ``auto`` is asked)."""
+    import importlib.util
+
+    if importlib.util.find_spec("genai_prices") is None:
+        raise pytest.UsageError(
+            f"{where}=auto prices models from the genai-prices package, which is not"
+            " installed: pip install 'pytest-context-bench[prices]' (or give each"
+            " model's price as MODEL=IN/OUT)"
+        )
+    if prices.provider:
+        from genai_prices.data_snapshot import find_provider_by_id, get_snapshot
+
+        known = get_snapshot().providers
+        if find_provider_by_id(known, prices.provider) is None:
+            raise pytest.UsageError(
+                f"{where}=auto:{prices.provider}: genai-prices knows no provider"
+                f" {prices.provider!r}; known: {', '.join(p.id for p in known)}"
+            )
 
 
 def _parse_shard(raw: Any, where: str) -> tuple[int, int]:

@@ -42,9 +42,13 @@ _SLIM = {s: {"v": WIRE_VERSION, "status": s} for s in ("pass", "below", "error",
 
 
 class CtxBenchWarning(pytest.PytestWarning):
-    """A non-fatal problem noticed by pytest-context-bench."""
+    """A non-fatal problem noticed by pytest-context-bench's plugin.
 
-    __module__ = "pytest_context_bench"
+    Importable as ``pytest_context_bench.plugin.CtxBenchWarning`` (its
+    ``__module__``): xdist rebuilds a worker's warning on the controller by that
+    name (``pytest_context_bench`` itself stays free of pytest)."""
+
+    __module__ = "pytest_context_bench.plugin"
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -302,6 +306,13 @@ class Controller:
         self.llm = llm_summary(
             (r.row for r in self.records), self.llm_cache, self.settings, self.unattributed
         )
+        from .llmcache import auto_unknown
+
+        unknown = auto_unknown(self.llm, self.settings)
+        if unknown is not None:
+            # --ctxbench-price=auto and a model it cannot price: never a silent $0.
+            self.problems.append(unknown)
+            session.testsfailed += 1
         self._check_score_fields(session)
         # Marked tests' datasets are known only now (under xdist the controller
         # never loads them): a changed one voids the comparison.
