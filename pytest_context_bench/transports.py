@@ -238,12 +238,15 @@ MISS_STATUS = 404
 MISS_EXTENSION = "ctxbench_cache_miss"
 
 
-def miss_response(request: httpx.Request, miss: CacheMiss) -> httpx.Response:
+def miss_response(
+    request: httpx.Request, miss: CacheMiss, http: Any = httpx
+) -> httpx.Response:
     """The answer to a request not in the cache under ``replay`` (nothing was sent):
     HTTP 404 with ``x-should-retry: false``, so that SDKs raise it at once instead of
     retrying it with back-off, and an OpenAI-style error body holding the miss's
     message (the SDK's exception shows it). The :class:`CacheMiss` itself is in
-    ``response.extensions[MISS_EXTENSION]`` (the built-in client raises it)."""
+    ``response.extensions[MISS_EXTENSION]`` (the built-in client raises it).
+    ``http`` is the module whose ``Response`` to build (``httpx`` or ``httpx2``)."""
     body = {
         "error": {
             "message": str(miss),
@@ -251,7 +254,7 @@ def miss_response(request: httpx.Request, miss: CacheMiss) -> httpx.Response:
             "code": "cache_miss",
         }
     }
-    return httpx.Response(
+    response: httpx.Response = http.Response(
         MISS_STATUS,
         headers={
             "content-type": "application/json",
@@ -262,6 +265,7 @@ def miss_response(request: httpx.Request, miss: CacheMiss) -> httpx.Response:
         request=request,
         extensions={MISS_EXTENSION: miss},
     )
+    return response
 
 
 class _Core:
@@ -386,7 +390,7 @@ class _Core:
             if cache is not None and key is not None:
                 hit = self.lookup(cache, key, request, facts)
         except CacheMiss as miss:
-            return None, None, {}, miss_response(request, miss)
+            return None, None, {}, miss_response(request, miss, self.http)
         return cache, key, facts, hit
 
     @staticmethod
