@@ -54,11 +54,13 @@ from .cache import (
     canonical_body,
     clean_url,
 )
+from . import transcripts
 from .calls import (
     CallOwner,
     call_owner,
     record_unattributed,
     run_reports_unattributed,
+    transcripts_mode,
 )
 from .results import is_token_count
 from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
@@ -210,6 +212,11 @@ class _Core:
             parsed = json.loads(canonical)
             if isinstance(parsed, dict) and isinstance(parsed.get("model"), str):
                 facts["model"] = parsed["model"]
+        if owner.scope is not None and transcripts_mode() != "off":
+            # The call record of the row (--ctxbench-transcripts; transcripts.py).
+            facts["record"] = transcripts.begin(
+                owner.scope, request.method, str(request.url), canonical, parsed
+            )
         cache = self.cache()
         if cache is None:
             return None, None, facts
@@ -256,7 +263,8 @@ class _Core:
                 content=entry.body,
                 request=request,
             )
-            self.meter(entry.body, facts, "hit")
+            data = self.meter(entry.body, facts, "hit")
+            self.note(facts, entry.status, cache="hit", data=data)
             return response
         cache.count("misses")
         if cache.mode == "replay":
@@ -270,6 +278,7 @@ class _Core:
             scope = facts["owner"].scope
             if scope is not None:
                 scope.usage.append({"cache": "miss", "error": str(miss)})
+            self.note(facts, None, error=str(miss), cache="miss", final=True)
             raise miss
         return None
 
@@ -291,6 +300,7 @@ class _Core:
         ctype = response.headers.get("content-type", "application/json")
         how = "off" if cache is None else "uncached" if key is None else "miss"
         data = self.meter(content, facts, how)
+        self.note(facts, response.status_code, cache=how, data=data)
         good = data is not None and not facts.get("bad_usage")
         if cache is not None and key is not None and good:
             try:
@@ -339,6 +349,7 @@ class _Core:
             entry["bad_usage"] = str(exc)
             usage = None
         facts["bad_usage"] = "bad_usage" in entry
+        facts["usage"] = usage
         if owner.scope is None and owner.how != "unknown":
             return data  # outside any example call: nothing to count it for
         if usage is not None:
@@ -355,6 +366,27 @@ class _Core:
                 stacklevel=2,
             )
         return data
+
+
+    @staticmethod
+    def note(facts: dict[str, Any], status: int | None, **outcome: Any) -> None:
+        """One attempt's outcome on the request's call record, if it has one."""
+        record = facts.get("record")
+        if record is not None:
+            if "data" in outcome:
+                outcome["usage"] = facts.get("usage")
+            transcripts.attempt(record, status, **outcome)
+
+    def unread(self, facts: dict[str, Any], response: httpx.Response) -> None:
+        """A response passed on unread (an error status, a stream)."""
+        self.note(facts, response.status_code, streamed=True)
+
+    def failed(self, facts: dict[str, Any], exc: BaseException) -> None:
+        """No response: the request failed (a timeout, a refused connection)."""
+        text = str(exc)
+        self.note(
+            facts, None, error=f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        )
 
 
 class CacheTransport(httpx.BaseTransport):
@@ -380,8 +412,13 @@ class CacheTransport(httpx.BaseTransport):
             hit = self._core.lookup(cache, key, request, facts)
             if hit is not None:
                 return hit
-        response = self.transport.handle_request(request)
+        try:
+            response = self.transport.handle_request(request)
+        except BaseException as exc:
+            self._core.failed(facts, exc)
+            raise
         if not self._core.wants_body(response):
+            self._core.unread(facts, response)
             return response
         try:
             content = response.read()
@@ -417,8 +454,13 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
             hit = self._core.lookup(cache, key, request, facts)
             if hit is not None:
                 return hit
-        response = await self.transport.handle_async_request(request)
+        try:
+            response = await self.transport.handle_async_request(request)
+        except BaseException as exc:
+            self._core.failed(facts, exc)
+            raise
         if not self._core.wants_body(response):
+            self._core.unread(facts, response)
             return response
         try:
             content = await response.aread()
