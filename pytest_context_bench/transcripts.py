@@ -332,8 +332,11 @@ def attempt(
 
 
 def finish(record: dict[str, Any], error: str) -> None:
-    """The call failed for good with ``error`` (a client's last word on it)."""
+    """The call failed for good with ``error`` (a client's last word on it): a
+    request sent later is another call, even when it is the same request."""
     record["error"] = clip(error, 1000)
+    log: CallLog = record["_log"]
+    log.set_open(str(record["_sig"]), record, failed=False)
 
 
 def _usage(usage: dict[str, Any] | None) -> dict[str, int] | None:
