@@ -147,7 +147,9 @@ def _message(raw: Any) -> dict[str, str]:
     calls = raw.get("tool_calls")
     if isinstance(calls, list) and calls:
         names = [
-            str((c.get("function") or {}).get("name", "?")) if isinstance(c, dict) else "?"
+            str((c.get("function") or {}).get("name", "?"))
+            if isinstance(c, dict)
+            else "?"
             for c in calls
         ]
         text = "\n".join(filter(None, [text, f"[tool call: {', '.join(names)}]"]))

@@ -367,7 +367,6 @@ class _Core:
             )
         return data
 
-
     @staticmethod
     def note(facts: dict[str, Any], status: int | None, **outcome: Any) -> None:
         """One attempt's outcome on the request's call record, if it has one."""
@@ -383,10 +382,8 @@ class _Core:
 
     def failed(self, facts: dict[str, Any], exc: BaseException) -> None:
         """No response: the request failed (a timeout, a refused connection)."""
-        text = str(exc)
-        self.note(
-            facts, None, error=f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-        )
+        name, text = type(exc).__name__, str(exc)
+        self.note(facts, None, error=f"{name}: {text}" if text else name)
 
 
 class CacheTransport(httpx.BaseTransport):
