@@ -418,3 +418,37 @@ def test_a_bad_transcripts_value_is_a_usage_error(project: pytest.Pytester) -> N
             )
         ]
     )
+
+
+def test_cache_hits_replay_misses_and_streams(recording: None, tmp_path: Path) -> None:
+    from pytest_context_bench.cache import CacheMiss, LLMCache
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    stream = Reply(
+        body='data: {"choices": [{"delta": {"content": "hi"}}]}\n\ndata: [DONE]\n\n',
+        headers={"Content-Type": "text/event-stream"},
+    )
+    with FakeLLM(["cached", stream]) as llm:
+        url = f"{llm.base_url}/v1/chat/completions"
+        scope = _scope()
+        once = LLMCache.in_dir(tmp_path, "once")
+        with call_scope(scope), http_client(cache=once) as client:
+            client.post(url, json=body)  # sent and stored
+            client.post(url, json=body)  # replayed
+            client.post(url, json={**body, "stream": True})
+        with (
+            call_scope(scope),
+            http_client(cache=LLMCache.in_dir(tmp_path / "empty", "replay")) as client,
+        ):
+            with pytest.raises(CacheMiss):
+                client.post(url, json={**body, "seed": 1})
+        assert len(llm.requests) == 2
+    sent, replayed, streamed, missed = _records(scope)
+    assert (sent["cache"], sent["reply"]) == ("miss", "cached")
+    assert (replayed["cache"], replayed["reply"]) == ("hit", "cached")
+    assert replayed["attempts"] == [{"status": 200, "error": None}]
+    assert replayed["usage"] == sent["usage"] and sent["usage"]
+    assert streamed["cache"] == "off" and streamed["params"] == {"stream": True}
+    assert streamed["reply"] == "[streamed reply, not recorded]"
+    assert missed["cache"] == "miss" and missed["attempts"][0]["status"] is None
+    assert "cache miss in replay mode" in missed["error"]
