@@ -126,8 +126,14 @@ class CallLog:
             self._head, self._seen = [], 0
             self._tail.clear()
             self._open.clear()
+        # Copies: a thread the System left running cannot change a taken record.
         return [
-            {k: v for k, v in r.items() if not k.startswith("_")} for r in kept
+            {
+                k: list(v) if isinstance(v, list) else v
+                for k, v in list(r.items())
+                if not k.startswith("_")
+            }
+            for r in kept
         ], omitted
 
 
