@@ -25,25 +25,137 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
     "IO_CLIP",
+    "RECORDS_PER_ROW",
+    "TRANSCRIPT_MODES",
+    "CallLog",
     "CallOwner",
     "CallScope",
     "call_owner",
     "call_scope",
     "current_call",
+    "current_source",
+    "evaluator_source",
     "keep_io",
     "record_io",
     "record_unattributed",
     "run_reports_unattributed",
     "serving",
     "take_unattributed",
+    "transcripts_mode",
     "unattributed_usage",
 ]
+
+
+#: ``--ctxbench-transcripts``: which rows keep the records of their LLM calls.
+TRANSCRIPT_MODES = ("failing", "all", "off")
+#: Call records kept per row at most: the first half and the last half of them
+#: (the rest are counted in the row's ``calls_omitted``).
+RECORDS_PER_ROW = 20
+
+# Outside a pytest run that asks for them, no call is recorded.
+_TRANSCRIPTS: list[str] = ["off"]
+
+
+def transcripts_mode(mode: str | None = None) -> str:
+    """Which rows keep their call records (:data:`TRANSCRIPT_MODES`; ``"off"``:
+    none are made). ``mode`` sets it (the plugin, at configure and unconfigure)
+    and the value before is returned (to be restored)."""
+    before = _TRANSCRIPTS[0]
+    if mode is not None:
+        if mode not in TRANSCRIPT_MODES:
+            raise ValueError(f"transcripts mode must be one of {TRANSCRIPT_MODES}")
+        _TRANSCRIPTS[0] = mode
+    return before
+
+
+class CallLog:
+    """The call records of one :class:`CallScope`, bounded: the first
+    ``cap - cap // 2`` and the last ``cap // 2`` are kept, the others counted.
+
+    A record stays a mutable dict until :meth:`take`: the transport completes it
+    when its reply arrives, and a retried request (the same request again after a
+    failed attempt) adds an attempt to it (:meth:`reopen`) rather than a record.
+    """
+
+    __slots__ = ("_cap", "_head", "_lock", "_open", "_seen", "_tail")
+
+    def __init__(self, cap: int = RECORDS_PER_ROW) -> None:
+        self._cap = max(0, cap)
+        self._head: list[dict[str, Any]] = []
+        self._tail: deque[dict[str, Any]] = deque(maxlen=self._cap // 2)
+        self._seen = 0
+        self._open: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Keep ``record`` (or count it, past the cap)."""
+        with self._lock:
+            self._seen += 1
+            if len(self._head) < self._cap - self._cap // 2:
+                self._head.append(record)
+            elif self._tail.maxlen:
+                self._tail.append(record)
+
+    def reopen(self, signature: str) -> dict[str, Any] | None:
+        """The record whose last attempt of the request ``signature`` failed, if
+        any: a retry of it joins it."""
+        with self._lock:
+            return self._open.get(signature)
+
+    def set_open(self, signature: str, record: dict[str, Any], failed: bool) -> None:
+        """Note whether the request ``signature``'s latest attempt failed."""
+        with self._lock:
+            if failed:
+                self._open[signature] = record
+            elif self._open.get(signature) is record:
+                del self._open[signature]
+
+    def take(self) -> tuple[list[dict[str, Any]], int]:
+        """The records kept (their private ``_`` keys dropped) and how many were
+        not kept; the log is empty afterwards."""
+        with self._lock:
+            kept = [*self._head, *self._tail]
+            omitted = self._seen - len(kept)
+            self._head, self._seen = [], 0
+            self._tail.clear()
+            self._open.clear()
+        # Copies: a thread the System left running cannot change a taken record.
+        return [
+            {
+                k: list(v) if isinstance(v, list) else v
+                for k, v in list(r.items())
+                if not k.startswith("_")
+            }
+            for r in kept
+        ], omitted
+
+
+# Which evaluator is running in this context (its LLM calls are its own).
+_SOURCE: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "ctxbench_source", default=None
+)
+
+
+def current_source() -> str:
+    """``"evaluator:<name>"`` inside :func:`evaluator_source`, else ``"system"``."""
+    return _SOURCE.get() or "system"
+
+
+@contextlib.contextmanager
+def evaluator_source(name: str) -> Iterator[None]:
+    """The LLM calls made in the block are evaluator ``name``'s."""
+    token = _SOURCE.set(f"evaluator:{name}")
+    try:
+        yield
+    finally:
+        _SOURCE.reset(token)
 
 
 @dataclass
@@ -66,6 +178,8 @@ class CallScope:
     #: how many of ``usage`` the System's own call produced (the rest came from the
     #: evaluators); set by the runner when the System returns, ``None`` before.
     system_calls: int | None = None
+    #: the records of the LLM calls made during the call (``--ctxbench-transcripts``)
+    log: CallLog = field(default_factory=CallLog)
 
 
 _CURRENT: contextvars.ContextVar[CallScope | None] = contextvars.ContextVar(

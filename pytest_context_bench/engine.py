@@ -27,7 +27,7 @@ from .inputs import check_unique_names, load_examples as _examples
 from .inputs import prepare_run, primary_score_field as _primary_for
 from .outcome import EvalResult
 from .results import EvalRow, is_token_count
-from .calls import CallScope, call_scope, record_io, serving
+from .calls import CallScope, call_scope, evaluator_source, record_io, serving
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
 
@@ -347,11 +347,13 @@ def score_processed(
                         if details:
                             metadata[name] = _bounded(details)
                     elif callable(detailed):
-                        result, details = detailed(original, processed)
+                        with evaluator_source(name):  # its LLM calls are its own
+                            result, details = detailed(original, processed)
                         if details:
                             metadata[name] = _bounded(details)
                     else:
-                        result = ev.score(original, processed)
+                        with evaluator_source(name):
+                            result = ev.score(original, processed)
                     for key, value in result.items():
                         if key in owner:
                             raise ConfigError(
@@ -442,10 +444,14 @@ def attach_usage(row: EvalRow, scope: CallScope) -> BaseException | None:
     or nothing: the miss is then returned for the caller to raise).
     A reply whose usage holds a count that is not a whole number >= 0 (NaN,
     negative...) makes the row an error (:class:`~.transports.BadUsageError`, which
-    is returned for the caller to raise; ``None`` otherwise).
+    is returned for the caller to raise; ``None`` otherwise). The records of the
+    calls (``--ctxbench-transcripts``) move from the scope to ``row.calls``.
     """
     from .pricing import active_prices, usage_summary
 
+    calls, omitted = scope.log.take()
+    if calls or omitted:
+        row.calls, row.calls_omitted = calls, omitted
     prices = active_prices()
     cut = scope.system_calls if scope.system_calls is not None else len(scope.usage)
     for part, key, money in (

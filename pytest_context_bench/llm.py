@@ -45,7 +45,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from . import concurrency
+from . import concurrency, transcripts
 from .errors import LLMError
 from .keys import clean_api_key, environment_key
 from .urls import redact_secrets, safe_url
@@ -361,8 +361,13 @@ class LLMClient:
         """
         body: dict[str, Any] = {"model": model, "messages": list(messages), **params}
         url = endpoint_url(self.base_url, "chat/completions")
-        data, attempts = self._post(url, body)
-        return self._chat_result(url, data, attempts)
+        transcripts.forget_latest()
+        try:
+            data, attempts = self._post(url, body)
+            return self._chat_result(url, data, attempts)
+        except LLMError as exc:
+            transcripts.fail_latest(str(exc))  # the call record says why
+            raise
 
     async def achat(
         self, messages: Sequence[dict[str, Any]], model: str, **params: Any
@@ -371,8 +376,13 @@ class LLMClient:
         event loop; the same retries, errors and redaction)."""
         body: dict[str, Any] = {"model": model, "messages": list(messages), **params}
         url = endpoint_url(self.base_url, "chat/completions")
-        data, attempts = await self._apost(url, body)
-        return self._chat_result(url, data, attempts)
+        transcripts.forget_latest()
+        try:
+            data, attempts = await self._apost(url, body)
+            return self._chat_result(url, data, attempts)
+        except LLMError as exc:
+            transcripts.fail_latest(str(exc))
+            raise
 
     def _chat_result(self, url: str, data: dict[str, Any], attempts: int) -> ChatResult:
         shown = display_url(url)
@@ -449,14 +459,26 @@ class LLMClient:
         :raises LLMError: on any failure, or when the reply has not one vector per text.
         """
         url = endpoint_url(self.base_url, "embeddings")
-        data, attempts = self._post(url, {"model": model, "input": list(texts)})
-        return self._vectors(url, data, attempts, len(texts))
+        transcripts.forget_latest()
+        try:
+            data, attempts = self._post(url, {"model": model, "input": list(texts)})
+            return self._vectors(url, data, attempts, len(texts))
+        except LLMError as exc:
+            transcripts.fail_latest(str(exc))
+            raise
 
     async def aembeddings(self, texts: Sequence[str], model: str) -> list[list[float]]:
         """:meth:`embeddings` for coroutines."""
         url = endpoint_url(self.base_url, "embeddings")
-        data, attempts = await self._apost(url, {"model": model, "input": list(texts)})
-        return self._vectors(url, data, attempts, len(texts))
+        transcripts.forget_latest()
+        try:
+            data, attempts = await self._apost(
+                url, {"model": model, "input": list(texts)}
+            )
+            return self._vectors(url, data, attempts, len(texts))
+        except LLMError as exc:
+            transcripts.fail_latest(str(exc))
+            raise
 
     def _vectors(
         self, url: str, data: dict[str, Any], attempts: int, count: int

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .calls import CallScope, call_scope
+from .calls import CallLog, CallScope, call_scope
 from .engine import attach_usage, score_processed
 from .errors import ConfigError, error_record
 from .importing import check_memory_system
@@ -156,16 +156,22 @@ def _timed(
 
 
 def ingest_conversation(
-    system: Any, conv: Conversation, runner: Any = None
+    system: Any, conv: Conversation, runner: Any = None, log: CallLog | None = None
 ) -> tuple[dict[str, str] | None, float, list[dict[str, Any]]]:
     """``reset()`` then ``ingest(turns)``: the failure (or ``None``), the ingest time,
     and the LLM usage the HTTP transports measured meanwhile (a memory layer that
     summarises or embeds the turns calls a model), for the row of the first question
     asked after it (:func:`ask_question`). With ``runner``, ``ingest`` runs through
-    it (see :func:`_timed`)."""
+    it (see :func:`_timed`). ``log`` collects the records of its LLM calls
+    (``--ctxbench-transcripts``), for that row too."""
     failure: dict[str, str] | None = None
     ingest_latency = 0.0
-    scope = CallScope(system=str(system.name), dataset=conv.dataset, example_id=conv.id)
+    scope = CallScope(
+        system=str(system.name),
+        dataset=conv.dataset,
+        example_id=conv.id,
+        log=log if log is not None else CallLog(),
+    )
     with call_scope(scope):
         try:
             system.reset()
@@ -192,6 +198,7 @@ def ask_question(
     ingest_latency: float,
     ingest_usage: Sequence[dict[str, Any]] = (),
     runner: Any = None,
+    ingest_calls: CallLog | None = None,
 ) -> tuple[EvalRow, BaseException | None]:
     """Ask QA pair ``j`` of an ingested conversation and score the answer.
 
@@ -204,11 +211,16 @@ def ask_question(
         to the first question asked after the ingestion only).
     :param runner: a :class:`~pytest_context_bench.concurrency.CallRunner` the query
         runs through (budget, rate limit, ``--ctxbench-timeout``); ``None``: here.
+    :param ingest_calls: the records of the ingestion's LLM calls (given with
+        ``ingest_usage``): the row's records start with them.
     :returns: the row, and the exception the query or an evaluator raised.
     """
     pseudo = conv.pseudo(j)
     scope = CallScope(
-        system=str(system.name), dataset=conv.dataset, example_id=str(pseudo["id"])
+        system=str(system.name),
+        dataset=conv.dataset,
+        example_id=str(pseudo["id"]),
+        log=ingest_calls if ingest_calls is not None else CallLog(),
     )
     scope.usage.extend(ingest_usage)
     with call_scope(scope):
@@ -304,7 +316,8 @@ def _run_conversation(
     evaluators: Sequence[Evaluator],
     tok: Callable[[str], int],
 ) -> list[EvalRow]:
-    failure, ingest_latency, usage = ingest_conversation(system, conv)
+    log = CallLog()
+    failure, ingest_latency, usage = ingest_conversation(system, conv, log=log)
     return [
         ask_question(
             system,
@@ -315,6 +328,7 @@ def _run_conversation(
             failure,
             ingest_latency,
             usage if j == 0 else (),
+            ingest_calls=log if j == 0 else None,
         )[0]
         for j in range(len(conv.pairs))
     ]

@@ -27,7 +27,7 @@ from typing import Any
 
 from .errors import ConfigError
 from .report.run import Record, RunReport, SuiteInfo, build_run_report
-from .results import ROW_FIELDS, EvalRow
+from .results import ROW_FIELDS, ROW_OPTIONAL, EvalRow
 
 __all__ = ["MergedRun", "Shard", "load_shard", "merge_llm", "merge_shards"]
 
@@ -233,7 +233,9 @@ def merge_shards(
                     origin=str(suite["origin"]),
                     order=tuple(int(x) for x in row["order"]),
                     status=str(row["status"]),
-                    row=EvalRow.from_dict({k: row[k] for k in ROW_FIELDS}),
+                    row=EvalRow.from_dict(
+                        {k: row[k] for k in (*ROW_FIELDS, *ROW_OPTIONAL) if k in row}
+                    ),
                     io=(
                         {k: str(row[k]) for k in ("response", "reference") if k in row}
                         or None

@@ -20,6 +20,7 @@ __all__ = [
     "float_map",
     "rows_by_system",
     "ROW_FIELDS",
+    "ROW_OPTIONAL",
     "is_token_count",
 ]
 
@@ -35,6 +36,10 @@ ROW_FIELDS = (
     "metadata",
     "error",
 )
+
+#: Keys of ``EvalRow.to_dict()`` present only when set: the row's LLM call records
+#: and how many were left out (docs/reports.md, "Call records").
+ROW_OPTIONAL = ("calls", "calls_omitted")
 
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
@@ -91,6 +96,9 @@ class EvalRow:
     :param dataset: the dataset tag.
     :param error: ``None``, or ``{"type", "message", "where"}`` when the System or an
         evaluator raised.
+    :param calls: the records of the LLM calls the System and the evaluators made
+        for the example (``--ctxbench-transcripts``; plain builtins), else empty.
+    :param calls_omitted: call records not kept (past the cap on records per row).
     """
 
     system: str
@@ -102,6 +110,8 @@ class EvalRow:
     latency: float = 0.0
     dataset: str = ""
     error: dict[str, str] | None = None
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    calls_omitted: int = 0
 
     @property
     def ok(self) -> bool:
@@ -109,8 +119,9 @@ class EvalRow:
         return self.error is None
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain builtins, keys in :data:`ROW_FIELDS` order."""
-        return {
+        """Plain builtins, keys in :data:`ROW_FIELDS` order, then
+        :data:`ROW_OPTIONAL` when set."""
+        out = {
             "system": self.system,
             "example_id": self.example_id,
             "dataset": self.dataset,
@@ -121,6 +132,11 @@ class EvalRow:
             "metadata": dict(self.metadata),
             "error": None if self.error is None else dict(self.error),
         }
+        if self.calls:
+            out["calls"] = [dict(c) for c in self.calls]
+        if self.calls_omitted:
+            out["calls_omitted"] = int(self.calls_omitted)
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> EvalRow:
@@ -134,6 +150,12 @@ class EvalRow:
         metadata = data.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise ValueError("row 'metadata' must be an object")
+        calls = data.get("calls") or []
+        if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+            raise ValueError("row 'calls' must be a list of objects")
+        omitted = data.get("calls_omitted", 0)
+        if isinstance(omitted, bool) or not isinstance(omitted, int) or omitted < 0:
+            raise ValueError("row 'calls_omitted' must be an integer >= 0")
         return cls(
             system=str(data["system"]),
             example_id=str(data["example_id"]),
@@ -144,6 +166,8 @@ class EvalRow:
             latency=from_json_safe(data.get("latency", 0.0)),
             dataset=str(data.get("dataset", "")),
             error=None if error is None else {str(k): str(v) for k, v in error.items()},
+            calls=[dict(c) for c in calls],
+            calls_omitted=omitted,
         )
 
 

@@ -71,11 +71,13 @@ from .cache import (
     canonical_body,
     clean_url,
 )
+from . import transcripts
 from .calls import (
     CallOwner,
     call_owner,
     record_unattributed,
     run_reports_unattributed,
+    transcripts_mode,
 )
 from .results import is_token_count
 from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
@@ -305,6 +307,11 @@ class _Core:
             if isinstance(parsed, dict) and isinstance(parsed.get("model"), str):
                 facts["model"] = parsed["model"]
         facts["request"] = parsed
+        if owner.scope is not None and transcripts_mode() != "off":
+            # The call record of the row (--ctxbench-transcripts; transcripts.py).
+            facts["record"] = transcripts.begin(
+                owner.scope, request.method, str(request.url), canonical, parsed
+            )
         cache = self.cache()
         if cache is None:
             return None, None, facts
@@ -355,7 +362,8 @@ class _Core:
                 content=entry.body,
                 request=request,
             )
-            self.meter(entry.body, facts, "hit")
+            data = self.meter(entry.body, facts, "hit")
+            self.note(facts, entry.status, cache="hit", data=data)
             return response
         cache.count("misses")
         if cache.mode == "replay":
@@ -376,6 +384,7 @@ class _Core:
                 scope.usage.append(
                     {"cache": "miss", "error": str(miss), "exception": miss}
                 )
+            self.note(facts, None, error=str(miss), cache="miss", final=True)
             raise miss
         return None
 
@@ -411,6 +420,7 @@ class _Core:
         ctype = response.headers.get("content-type", "application/json")
         how = "off" if cache is None else "uncached" if key is None else "miss"
         data = self.meter(content, facts, how)
+        self.note(facts, response.status_code, cache=how, data=data)
         good = data is not None and not facts.get("bad_usage")
         if cache is not None and key is not None and good:
             try:
@@ -461,6 +471,7 @@ class _Core:
             entry["bad_usage"] = str(exc)
             usage = None
         facts["bad_usage"] = "bad_usage" in entry
+        facts["usage"] = usage
         if owner.scope is None and owner.how != "unknown":
             return data  # outside any example call: nothing to count it for
         if usage is not None:
@@ -481,6 +492,24 @@ class _Core:
             )
         return data
 
+    @staticmethod
+    def note(facts: dict[str, Any], status: int | None, **outcome: Any) -> None:
+        """One attempt's outcome on the request's call record, if it has one."""
+        record = facts.get("record")
+        if record is not None:
+            if "data" in outcome:
+                outcome["usage"] = facts.get("usage")
+            transcripts.attempt(record, status, **outcome)
+
+    def unread(self, facts: dict[str, Any], response: httpx.Response) -> None:
+        """A response passed on unread (an error status, a stream)."""
+        self.note(facts, response.status_code, streamed=True)
+
+    def failed(self, facts: dict[str, Any], exc: BaseException) -> None:
+        """No response: the request failed (a timeout, a refused connection)."""
+        name, text = type(exc).__name__, str(exc)
+        self.note(facts, None, error=f"{name}: {text}" if text else name)
+
     # -- streamed replies (server-sent events) ---------------------------------------
     def streamed(
         self,
@@ -493,6 +522,7 @@ class _Core:
         """A reply not read here: a 2xx stream is passed on through a recorder
         (stored and metered when the client is done with it); anything else as is."""
         if not self._recordable(response):
+            self.unread(facts, response)
             return response
         record = _Record(self, cache, key, request, response, facts)
         stream = _streams(self.http)[0](response, record)
@@ -508,6 +538,7 @@ class _Core:
     ) -> httpx.Response:
         """:meth:`streamed` for the async transport."""
         if not self._recordable(response):
+            self.unread(facts, response)
             return response
         record = _Record(self, cache, key, request, response, facts)
         stream = _streams(self.http)[1](response, record)
@@ -558,11 +589,15 @@ class _Core:
         """Meter a streamed reply from its events (:func:`stream_usage`) through
         :meth:`meter`, so it counts as any other reply does."""
         usage, estimated = stream_usage(content, facts.get("request"), complete)
+        text, finish = usage.pop("text"), usage.pop("finish_reason")
         facts["estimated"] = estimated
         try:
             self.meter(json.dumps(usage).encode(), facts, how)
         finally:
             facts.pop("estimated", None)
+        # the row's call record (--ctxbench-transcripts): the text the events carried
+        reply = {"choices": [{"message": {"content": text}, "finish_reason": finish}]}
+        self.note(facts, 200, cache=how, data=reply, streamed=True)
 
 
 def is_event_stream(content_type: str) -> bool:
@@ -637,8 +672,9 @@ def _texts(value: Any) -> Iterator[str]:
 def stream_usage(
     body: bytes, request: Any, complete: bool = True
 ) -> tuple[dict[str, Any], bool]:
-    """``({"model", "usage"}, estimated)`` of a streamed reply, for
-    :func:`usage_of`: the usage its events report (OpenAI: the last chunk with a
+    """``({"model", "usage", "text", "finish_reason"}, estimated)`` of a streamed
+    reply (the first two for :func:`usage_of`; the text of its deltas and its finish
+    or stop reason for the row's call record): the usage its events report (OpenAI: the last chunk with a
     ``usage``; Anthropic: ``message_start``'s, updated by ``message_delta``'s);
     when they report none, or the stream was not read to its end (``complete``
     false), the prompt (the request's messages and system prompt) and completion
@@ -651,6 +687,7 @@ def stream_usage(
     raw: dict[str, Any] = {}
     model: Any = None
     pieces: list[str] = []
+    finish: Any = None
     for name, data in sse_events(body):
         try:
             value = json.loads(data)
@@ -681,6 +718,8 @@ def stream_usage(
             model = value["model"]
         if isinstance(value.get("usage"), dict):
             if kind == "message_delta":
+                if isinstance(value.get("delta"), dict):
+                    finish = value["delta"].get("stop_reason", finish)
                 raw.update({k: v for k, v in value["usage"].items() if v is not None})
             else:
                 raw = dict(value["usage"])
@@ -693,14 +732,16 @@ def stream_usage(
             step = choice.get("delta") if isinstance(choice, dict) else None
             if not isinstance(step, dict):
                 continue
+            finish = choice.get("finish_reason") or finish
             if isinstance(step.get("content"), str):
                 pieces.append(step["content"])
             for call in step.get("tool_calls") or ():
                 function = call.get("function") if isinstance(call, dict) else None
                 if isinstance(function, dict):
                     pieces.append(str(function.get("arguments") or ""))
+    said = {"text": "".join(pieces), "finish_reason": finish}
     if raw and complete:
-        return {"model": model, "usage": raw}, False
+        return {"model": model, "usage": raw, **said}, False
     from .tokens import count_tokens
 
     asked = request if isinstance(request, dict) else {}
@@ -718,7 +759,7 @@ def stream_usage(
         known = usage_of({"usage": raw}, None)
         if known is not None and known["prompt_tokens"]:
             counted["prompt_tokens"] = known["prompt_tokens"]
-    return {"model": model, "usage": counted}, True
+    return {"model": model, "usage": counted, **said}, True
 
 
 #: the SSE events that end a stream (OpenAI's ``data: [DONE]``, Anthropic's
@@ -870,7 +911,11 @@ class CacheTransport(httpx.BaseTransport):
         cache, key, facts, answer = self._core.consult(request, body)
         if answer is not None:
             return answer
-        response = self.transport.handle_request(request)
+        try:
+            response = self.transport.handle_request(request)
+        except BaseException as exc:
+            self._core.failed(facts, exc)
+            raise
         if not self._core.wants_body(response):
             return self._core.streamed(cache, key, request, response, facts)
         try:
@@ -905,7 +950,11 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
         cache, key, facts, answer = self._core.consult(request, body)
         if answer is not None:
             return answer
-        response = await self.transport.handle_async_request(request)
+        try:
+            response = await self.transport.handle_async_request(request)
+        except BaseException as exc:
+            self._core.failed(facts, exc)
+            raise
         if not self._core.wants_body(response):
             return self._core.astreamed(cache, key, request, response, facts)
         try:

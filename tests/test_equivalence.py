@@ -391,6 +391,7 @@ def normal(doc: dict[str, Any], *, trials: bool = False) -> dict[str, Any]:
             json.dumps(r["scores"], sort_keys=True),
             (r["error"] or {}).get("type"),
             _details(r["metadata"]),
+            _calls(r),
         )
         for r in doc["rows"]
     ]
@@ -409,6 +410,24 @@ def normal(doc: dict[str, Any], *, trials: bool = False) -> dict[str, Any]:
         # (a thread's call under concurrency): none lost, none counted twice.
         "llm_tokens": (doc.get("llm") or {}).get("tokens"),
     }
+
+
+def _calls(row: dict[str, Any]) -> str | None:
+    """What of a row's call records may not depend on the mode: how many, and each
+    one's source, model, params, messages, reply, finish reason, usage, statuses and
+    error (not its latency, not its URL, whose port is the test's endpoint's, and
+    not its cache field: a replayed call is a hit). The
+    ``threads`` System's calls are unowned (and unrecorded) when several calls are in
+    flight (calls.call_owner), so its rows are not compared."""
+    if row["system"] == "threads":
+        return None
+    return json.dumps(
+        [
+            {k: v for k, v in call.items() if k not in ("latency", "url", "cache")}
+            for call in row.get("calls", [])
+        ],
+        sort_keys=True,
+    )
 
 
 def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) -> None:
@@ -430,6 +449,25 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
         )
     # Every reply's usage was measured (the proxy, httpx and threads Systems alike).
     assert doc["llm"]["tokens"]["prompt_tokens"] > 0, doc.get("llm")
+    # --ctxbench-transcripts=failing (the default): each failing row, and no other,
+    # has the record of its System's one call, with the question sent and the reply
+    # (but the threads System's, whose calls may have no owner, see _calls).
+    for r in doc["rows"]:
+        if r["system"] == "threads":
+            continue
+        calls = r.get("calls", [])
+        assert len(calls) == (r["status"] != "pass"), r
+        for call in calls:
+            assert call["source"] == "system" and call["model"] == "m", call
+            assert re.fullmatch(
+                r"http://127\.0\.0\.1:\d+/v1/chat/completions", call["url"]
+            ), call
+            assert f"capital of {r['example_id'][0] == 'q' and 'country' or 'region'}" in (
+                call["messages"][-1]["text"]
+            ), call
+            assert call["reply"] == "no idea" and call["attempts"] == [
+                {"status": 200, "error": None}
+            ], call
     # Each suite (one per System and origin), and nothing else, has its two gates:
     # one met, one breached.
     verdicts: dict[str, dict[str, bool]] = {}
@@ -477,6 +515,10 @@ def test_every_mode_gives_the_reference_answer(
         check_reference(doc, systems, trials)
         _REFERENCES[key] = doc
     got = run_mode(pytester, endpoints, mode, base, mode_name)
+    if mode.replay:
+        # Nothing was sent: every call record is a cache hit.
+        caches = {c["cache"] for r in got["rows"] for c in r.get("calls", [])}
+        assert caches == {"hit"}, caches
     if mode.requests is not None:
         # Each call made once per example and trial (none at all on replay).
         for system in systems:

@@ -196,6 +196,7 @@ def test_memory_rows_carry_llm_usage_and_money(
             "--ctxbench-price=m=1/2",
             "--ctxbench-price=judge=10/30",
             "--ctxbench-max-cost-usd=1",
+            "--ctxbench-transcripts=all",
             f"--ctxbench-json={out}",
             *extra,
         )
@@ -221,6 +222,18 @@ def test_memory_rows_carry_llm_usage_and_money(
             20,
         ] * 2
         assert rows[0]["metadata"]["cost_usd"] == pytest.approx((50 * 1 + 7 * 2) / 1e6)
+        # The call records follow the usage: the ingestion's in the row that
+        # ingested, before the query's; the judge's last.
+        ingested = ["system", "system", "evaluator:memory_judge"]
+        asked = ["system", "evaluator:memory_judge"]
+        assert [[c["source"] for c in r["calls"]] for r in rows] == [
+            ingested,
+            asked,
+            asked,
+        ] * 2
+        first = [c["messages"][0]["text"] for c in rows[0]["calls"]]
+        assert first[0].startswith("summarise: I moved to city 1")
+        assert first[1].startswith("answer: moved to a city")
     summary = doc["summary"]["summary"]
     assert summary["cost_usd"] == pytest.approx(
         sum(r["metadata"]["cost_usd"] for r in rows)

@@ -93,6 +93,8 @@ class State:
     sandbox: dict[str, Any] | None = None
     #: whether an enclosing run reported unattributed LLM usage (calls.py)
     reports_before: bool = False
+    #: the transcripts mode before this run set its own (restored at unconfigure)
+    transcripts_before: str = "off"
     #: the SIGTERM handler before ours (while ours is installed), see _on_sigterm
     sigterm_previous: Any = None
     sigterm_installed: bool = False
@@ -194,9 +196,11 @@ def pytest_configure(config: pytest.Config) -> None:
     state = State(settings)
     config.stash[STATE_KEY] = state  # first: unconfigure restores the environment
     # LLM usage whose example is unknown is the run's to report (calls.py).
-    from ..calls import run_reports_unattributed
+    from ..calls import run_reports_unattributed, transcripts_mode
 
     state.reports_before = run_reports_unattributed(True)
+    # Which rows keep the records of their LLM calls (transcripts.py).
+    state.transcripts_before = transcripts_mode(settings.transcripts)
     # Named datasets' loaders read these (in this process and in xdist workers, which
     # run pytest_configure too); restored at unconfigure.
     env = {
@@ -406,9 +410,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     state = config.stash.get(STATE_KEY, None)
     if state is not None:
-        from ..calls import run_reports_unattributed
+        from ..calls import run_reports_unattributed, transcripts_mode
 
         run_reports_unattributed(state.reports_before)
+        transcripts_mode(state.transcripts_before)
     if state is not None and state.status is not None:
         state.status.finish()
         if config.pluginmanager.is_registered(state.status):
@@ -747,6 +752,9 @@ def _attach(
     for sys_pos, row in recorder.rows:
         status = row_status(row, spec.threshold)
         statuses.append(status)
+        if status == "pass" and state.settings.transcripts != "all":
+            # --ctxbench-transcripts=failing: only rows that failed keep them.
+            row.calls, row.calls_omitted = [], 0
         rows.append(
             {
                 "suite": spec.suite_label(row.system),

@@ -367,6 +367,14 @@ NO_STATUS = _opt(
     "Do not show the status line (calls in flight, calls done, ETA) that a run with"
     " --ctxbench-concurrency shows on a terminal. It never shows in a CI log or a pipe",
 )
+TRANSCRIPTS = _opt(
+    "transcripts",
+    "str",
+    "Which rows of the reports keep the records of their LLM calls (messages, reply,"
+    " usage, latency, cache, retries; capped): failing (rows that failed or errored),"
+    " all or off. Default: failing",
+    "failing|all|off",
+)
 
 OPTIONS: tuple[Option, ...] = (
     DATASET,
@@ -425,6 +433,7 @@ OPTIONS: tuple[Option, ...] = (
     RATE_LIMIT,
     CALL_TIMEOUT,
     NO_STATUS,
+    TRANSCRIPTS,
 )
 
 #: Trials per example at most (--ctxbench-repeat, repeat=): each trial of each
@@ -597,6 +606,8 @@ class Settings:
     call_timeout: float | None = None
     #: no status line on the terminal (--ctxbench-no-status)
     no_status: bool = False
+    #: which rows keep their LLM call records (--ctxbench-transcripts)
+    transcripts: str = "failing"
 
     @property
     def active(self) -> bool:
@@ -863,6 +874,7 @@ class Settings:
             rate_limit=rate_limit,
             call_timeout=call_timeout,
             no_status=bool(get(NO_STATUS)[0]),
+            transcripts=_transcripts(get),
             datasets=tuple(str(d).strip() for d in datasets),
             dataset_base=invdir if ds_cli else inidir,
             systems=tuple(str(s).strip() for s in systems),
@@ -1001,6 +1013,20 @@ def _check_auto(prices: Any, where: str) -> None:
                 f"{where}=auto:{prices.provider}: genai-prices knows no provider"
                 f" {prices.provider!r}; known: {', '.join(p.id for p in known)}"
             )
+
+
+def _transcripts(get: Callable[[Option], tuple[Any, bool]]) -> str:
+    """``--ctxbench-transcripts`` / ``ctxbench_transcripts``, checked."""
+    from ..calls import TRANSCRIPT_MODES
+
+    raw, from_cli = get(TRANSCRIPTS)
+    mode = str(raw).strip().lower() if raw is not None else "failing"
+    if mode not in TRANSCRIPT_MODES:
+        raise pytest.UsageError(
+            f"{TRANSCRIPTS.where(from_cli)} must be one of"
+            f" {', '.join(TRANSCRIPT_MODES)}, given: {raw!r}"
+        )
+    return mode
 
 
 def _parse_shard(raw: Any, where: str) -> tuple[int, int]:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import pytest
 
-from ..calls import current_call, keep_io
+from ..calls import CallLog, current_call, keep_io
 from ..engine import (
     SystemCall,
     attach_usage,
@@ -235,7 +235,7 @@ class Recorder:
         first_row: EvalRow | None = None
         out = []
         for i, s in enumerate(systems):
-            failure, ingest_latency, usage = memory.ingested(
+            failure, ingest_latency, usage, calls = memory.ingested(
                 s, self.ref, conv, self._runner
             )
             with keep_io() as io:
@@ -249,6 +249,7 @@ class Recorder:
                     ingest_latency,
                     usage,
                     self._runner,
+                    calls,
                 )
             self._add(row, self._sys_pos(s, i), io)
             out.append(row)
@@ -287,13 +288,15 @@ class MemoryCache:
 
     def ingested(
         self, system: Any, ref: ExampleRef, conv: Any, runner: Any = None
-    ) -> tuple[dict[str, str] | None, float, list[dict[str, Any]]]:
-        """The ingestion's failure, latency and LLM usage; the usage only to the
-        question that ingested (the others of the conversation reuse it, free)."""
+    ) -> tuple[dict[str, str] | None, float, list[dict[str, Any]], CallLog | None]:
+        """The ingestion's failure, latency, LLM usage and call records; the usage
+        and the records only to the question that ingested (the others of the
+        conversation reuse it, free)."""
         key = (ref.ds_pos, ref.index)
         held = self._held.get(id(system))
         if held is not None and held[0] == key:
-            return held[1], held[2], []
-        failure, latency, usage = ingest_conversation(system, conv, runner)
+            return held[1], held[2], [], None
+        log = CallLog()
+        failure, latency, usage = ingest_conversation(system, conv, runner, log)
         self._held[id(system)] = (key, failure, latency)
-        return failure, latency, usage
+        return failure, latency, usage, log

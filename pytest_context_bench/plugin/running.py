@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from ..calls import call_scope, current_call, serving
+from ..calls import call_scope, current_call, evaluator_source, serving
 from ..concurrency import (
     Budget,
     CallRunner,
@@ -236,11 +236,13 @@ def judges_ahead(
         return None
 
     async def one(ev: Any, processed: dict[str, Any]) -> Outcome:
+        name = getattr(ev, "name", type(ev).__name__)
         try:
-            if is_async_system(ev, "ascore_details"):
-                scores, details = await ev.ascore_details(example, processed)
-            else:
-                scores, details = await ev.ascore(example, processed), None
+            with evaluator_source(name):  # its LLM calls are its own (a task each)
+                if is_async_system(ev, "ascore_details"):
+                    scores, details = await ev.ascore_details(example, processed)
+                else:
+                    scores, details = await ev.ascore(example, processed), None
         except Exception as exc:
             return Outcome(None, exc, 0.0)
         return Outcome((scores, details), None, 0.0)
