@@ -422,6 +422,7 @@ def test_a_bad_transcripts_value_is_a_usage_error(project: pytest.Pytester) -> N
 
 def test_cache_hits_replay_misses_and_streams(recording: None, tmp_path: Path) -> None:
     from pytest_context_bench.cache import CacheMiss, LLMCache
+    from pytest_context_bench.transports import MISS_EXTENSION
 
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
     stream = Reply(
@@ -440,15 +441,17 @@ def test_cache_hits_replay_misses_and_streams(recording: None, tmp_path: Path) -
             call_scope(scope),
             http_client(cache=LLMCache.in_dir(tmp_path / "empty", "replay")) as client,
         ):
-            with pytest.raises(CacheMiss):
-                client.post(url, json={**body, "seed": 1})
+            answer = client.post(url, json={**body, "seed": 1})
+        assert answer.status_code == 404  # final: SDKs do not retry it
+        assert isinstance(answer.extensions[MISS_EXTENSION], CacheMiss)
         assert len(llm.requests) == 2
     sent, replayed, streamed, missed = _records(scope)
     assert (sent["cache"], sent["reply"]) == ("miss", "cached")
     assert (replayed["cache"], replayed["reply"]) == ("hit", "cached")
     assert replayed["attempts"] == [{"status": 200, "error": None}]
     assert replayed["usage"] == sent["usage"] and sent["usage"]
-    assert streamed["cache"] == "off" and streamed["params"] == {"stream": True}
-    assert streamed["reply"] == "[streamed reply, not recorded]"
+    # a stream read to its end: stored, and its record holds the deltas' text
+    assert streamed["cache"] == "miss" and streamed["params"] == {"stream": True}
+    assert streamed["reply"] == "hi"
     assert missed["cache"] == "miss" and missed["attempts"][0]["status"] is None
     assert "cache miss in replay mode" in missed["error"]
