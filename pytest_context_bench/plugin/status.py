@@ -159,15 +159,17 @@ def format_status(
 
 
 def adaptive_budget() -> tuple[int, int, int] | None:
-    """This process's endpoint budgets summed: (budget, ceiling, 429s), or None."""
+    """The adaptive budget of this process's tightest endpoint, its ceiling, and the
+    429s of all of them: (budget, ceiling, 429s); None when no endpoint was called."""
     from ..concurrency import endpoint_budgets
 
     figures = list(endpoint_budgets().values())
     if not figures:
         return None
+    tightest = min(figures, key=lambda f: f["budget"] / f["ceiling"])
     return (
-        sum(f["budget"] for f in figures),
-        sum(f["ceiling"] for f in figures),
+        tightest["budget"],
+        tightest["ceiling"],
         sum(f["refused_429"] for f in figures),
     )
 
