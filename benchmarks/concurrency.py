@@ -3,7 +3,8 @@
 A local OpenAI-compatible server answers every request right after sleeping
 ``--latency`` seconds (default 0.1) and counts the requests it serves at once. The
 script writes ``--n`` QA examples (default 200) and times, in fresh subprocesses,
-``--repeat`` interleaved rounds (default 3; the medians are shown):
+``--repeat`` interleaved rounds (default 3; the medians are shown) after one
+untimed warm-up run of each (``--warmup 0``: none), with bytecode caching on:
 
 * the start-up: the same command with every item deselected (``-k``: pytest starts,
   collects, xdist starts its workers, nothing is called), without and with -n 2;
@@ -37,6 +38,7 @@ import os
 import re
 import subprocess
 import sys
+import resource
 import statistics
 import tempfile
 import time
@@ -123,23 +125,24 @@ def write_data(directory: Path, n: int) -> None:
     (directory / "bench_systems.py").write_text(SYSTEMS)
     (directory / "inspect_task.py").write_text(INSPECT_TASK)
     (directory / "pytest.ini").write_text("[pytest]\npythonpath = .\n")
-    trivial = directory / "trivial"
-    trivial.mkdir()
-    (trivial / "test_one.py").write_text("def test_one():\n    pass\n")
 
 
 def run(
     cmd: list[str], cwd: Path, env: dict[str, str], ok: tuple[int, ...] = (0,)
-) -> tuple[float, str]:
+) -> tuple[float, float, str]:
+    """Wall and CPU seconds (the run's processes, workers included) and output."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(
         cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False
     )
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
     out = proc.stdout + proc.stderr
     if proc.returncode not in ok:
         sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{out[-3000:]}")
-    return wall, out
+    return wall, cpu, out
 
 
 def passed(out: str) -> str:
@@ -162,6 +165,7 @@ class Row:
         self.name, self.cmd, self.minus = name, cmd, minus
         self.crowded, self.cwd, self.ok = crowded, cwd, ok
         self.walls: list[float] = []
+        self.cpus: list[float] = []
         self.requests: list[int] = []
         self.peak = 0
         self.count = "-"
@@ -170,12 +174,23 @@ class Row:
     def wall(self) -> float:
         return statistics.median(self.walls)
 
+    @property
+    def cpu(self) -> float:
+        return statistics.median(self.cpus)
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        choices=(0, 1),
+        default=1,
+        help="run each variant once, untimed, first (default 1)",
+    )
     parser.add_argument(
         "--serial", action="store_true", help="also run without the option"
     )
@@ -208,10 +223,21 @@ def main() -> int:
         FakeLLM(handler=crowded) as busy,
     ):
         crowd["server"] = busy
-        directory = Path(tmp)
+        directory = Path(tmp) / "suite"
+        directory.mkdir()
         write_data(directory, args.n)
+        trivial = Path(tmp) / "trivial"  # beside the suite, not collected with it
+        trivial.mkdir()
+        (trivial / "test_one.py").write_text("def test_one():\n    pass\n")
         env = {**os.environ, "BENCH_URL": llm.base_url, "OPENAI_API_KEY": "x"}
-        for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT"):
+        # Bytecode is cached, as on a developer's machine (PYTHONDONTWRITEBYTECODE
+        # would compile, and assertion-rewrite, the plugin's modules in every
+        # process, the xdist workers included).
+        for name in (
+            "PYTEST_XDIST_WORKER",
+            "PYTEST_XDIST_WORKER_COUNT",
+            "PYTHONDONTWRITEBYTECODE",
+        ):
             env.pop(name, None)
         base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         pytest_cmd = [*base, "--ctxbench-dataset=qa.jsonl", "--ctxbench-cache=off"]
@@ -231,8 +257,8 @@ def main() -> int:
                 [*pytest_cmd, proxy, budget, *nothing, *n2],
                 ok=(5,),
             ),
-            Row("trivial one-test run", [*base], cwd=directory / "trivial"),
-            Row("trivial one-test run, -n 2", [*base, *n2], cwd=directory / "trivial"),
+            Row("trivial one-test run", [*base], cwd=trivial),
+            Row("trivial one-test run, -n 2", [*base, *n2], cwd=trivial),
             Row(
                 "proxy, concurrency 16",
                 [*pytest_cmd, proxy, budget],
@@ -309,14 +335,18 @@ def main() -> int:
             )
             env["BENCH_BASE_URL"] = llm.url_v1
             env["BENCH_API_KEY"] = "x"
+        for row in rows if args.warmup else ():  # writes the bytecode caches
+            if not row.crowded and not row.name.startswith("Inspect"):
+                run(row.cmd, row.cwd or directory, env, row.ok)
         for round_ in range(args.repeat):
             # Interleaved, the order flipped every other round.
             for row in rows if round_ % 2 == 0 else rows[::-1]:
                 server = busy if row.crowded else llm
                 server.max_in_flight = 0
                 before = len(server.requests)
-                wall, out = run(row.cmd, row.cwd or directory, env, row.ok)
+                wall, cpu, out = run(row.cmd, row.cwd or directory, env, row.ok)
                 row.walls.append(wall)
+                row.cpus.append(cpu)
                 row.requests.append(len(server.requests) - before)
                 row.peak = max(row.peak, server.max_in_flight)
                 row.count = passed(out)
@@ -330,8 +360,8 @@ def main() -> int:
         " interleaved rounds; LLM cache off"
     )
     print(
-        f"{'variant':46} {'wall':>7} {'- start':>8} {'/ideal':>7} {'max in flight':>14}"
-        "  passed (requests the endpoint received, each round)"
+        f"{'variant':46} {'wall':>7} {'- start':>8} {'/ideal':>7} {'cpu':>7}"
+        f" {'max in flight':>14}  passed (requests the endpoint received, each round)"
     )
     for row in rows:
         net = row.wall - named[row.minus].wall if row.minus else None
@@ -339,7 +369,8 @@ def main() -> int:
         shown = f"{net:6.2f}s" if net is not None else ""
         sent = "/".join(str(r) for r in row.requests)
         print(
-            f"{row.name:46} {row.wall:6.2f}s {shown:>8} {ratio:>7} {row.peak:>14}"
+            f"{row.name:46} {row.wall:6.2f}s {shown:>8} {ratio:>7} {row.cpu:6.2f}s"
+            f" {row.peak:>14}"
             f"  {row.count} ({sent} requests)"
         )
     xdist = (

@@ -1055,7 +1055,7 @@ def test_a_provider_s_429s_shrink_the_budget_instead_of_being_fought(
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
     pytester.makefile(".jsonl", qa=qa_lines(200))
     pytester.makeini("[pytest]\nctxbench_cache = off\n")
-    crowded = _Crowded(8)
+    crowded = _Crowded(8, delay=0.1)  # the 100 ms endpoint
     out = pytester.path / "r.json"
     with crowded.server as server:
         url = server.base_url
