@@ -33,6 +33,7 @@ import contextlib
 import contextvars
 import inspect
 import itertools
+import math
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
@@ -49,11 +50,14 @@ __all__ = [
     "Budget",
     "CallRunner",
     "CallTimeout",
+    "EndpointBudget",
     "Outcome",
     "RateLimit",
     "RateLimitTimeout",
     "aslot",
     "current_limits",
+    "endpoint_budget",
+    "endpoint_budgets",
     "fallback_runner",
     "install",
     "is_async_system",
@@ -294,6 +298,195 @@ class RateLimit:
             return start - now
 
 
+#: the budget an endpoint starts with (below the ceiling): TCP's initial window
+#: (RFC 6928); it doubles each round trip until the endpoint first refuses.
+INITIAL_BUDGET = 10
+#: past the budget at which the endpoint last refused, the budget grows this many
+#: times slower (one more slot per PROBE budgets' worth of answers)
+PROBE = 4
+
+
+class EndpointBudget:
+    """The adaptive budget of one endpoint in this process: requests in flight to it.
+
+    ``--ctxbench-concurrency`` (this process's share of it) is the ceiling. The
+    budget starts at :data:`INITIAL_BUDGET` (or the ceiling, if lower) and grows by
+    one per answered request up to the first refusal (slow start: it doubles each
+    round trip); from then on by one per budget's worth of answered requests
+    (additive increase). A ``429`` or ``503`` halves it (multiplicative decrease;
+    once per round: the other refusals of requests sent before the cut do not cut
+    again) and a ``Retry-After`` holds every new request to the endpoint back until
+    then. Back at the budget where it was last refused, it grows :data:`PROBE`
+    times slower, and at full speed again once it is past it (the endpoint serves
+    more). Threads and event-loop tasks wait alike, first come, first served.
+
+    :param endpoint: ``scheme://host:port`` (for the report).
+    :param ceiling: the most requests in flight it may ever allow.
+    :param initial: the budget it starts with (an xdist worker's share of
+        :data:`INITIAL_BUDGET`, so that the run starts at that many in all).
+    """
+
+    def __init__(
+        self, endpoint: str, ceiling: int, initial: int = INITIAL_BUDGET
+    ) -> None:
+        if ceiling < 1:
+            raise ValueError(
+                f"an endpoint budget needs at least 1 slot, got {ceiling}."
+            )
+        self.endpoint = endpoint
+        self.ceiling = ceiling
+        self._limit = float(max(1, min(ceiling, initial)))
+        self._threshold = float(ceiling)  # slow start until the first refusal
+        self._refused_at = math.inf  # the budget at the latest cut
+        self._lock = threading.Lock()
+        self._waiters: collections.deque[Any] = collections.deque()
+        self._epoch = 0
+        self._paused_until = 0.0
+        self._timer: threading.Timer | None = None
+        self.in_flight = 0
+        #: requests answered 429 / 503, and all requests sent
+        self.refused = 0
+        self.unavailable = 0
+        self.sent = 0
+        #: the lowest the budget went (the ceiling when never cut)
+        self.lowest = int(self._limit)
+
+    @property
+    def limit(self) -> int:
+        """Requests the endpoint may have in flight now."""
+        return max(1, int(self._limit))
+
+    def _may_start(self, now: float) -> bool:
+        return self.in_flight < self.limit and now >= self._paused_until
+
+    def _start(self) -> int:
+        self.in_flight += 1
+        self.sent += 1
+        return self._epoch
+
+    def acquire(self) -> int:
+        """Wait (this thread) for a slot; returns the ticket :meth:`release` takes."""
+        with self._lock:
+            if not self._waiters and self._may_start(time.monotonic()):
+                return self._start()
+            event = threading.Event()
+            box: list[int] = []
+            self._waiters.append((event, box))
+        while not event.wait(_POLL):  # wakes up for Ctrl-C (see wait_for)
+            pass
+        return box[0]
+
+    async def acquire_async(self) -> int:
+        """Wait (this task) for a slot; returns the ticket :meth:`release` takes."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if not self._waiters and self._may_start(time.monotonic()):
+                return self._start()
+            fut: asyncio.Future[int] = loop.create_future()
+            self._waiters.append((loop, fut))
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():  # handed a slot as we were cancelled
+                self.release(fut.result(), None, sent=False)
+            raise
+
+    def release(
+        self,
+        ticket: int,
+        status: int | None,
+        retry_after: float | None = None,
+        sent: bool = True,
+    ) -> None:
+        """A request sent with ``ticket`` ended: answered ``status`` (``None``: no
+        answer, or cancelled), with ``Retry-After`` of ``retry_after`` seconds;
+        ``sent=False``: it never reached the endpoint (answered from the cache)."""
+        with self._lock:
+            self.in_flight -= 1
+            if not sent:
+                self.sent -= 1
+                self._grant()
+                return
+            if status in (429, 503):
+                if status == 429:
+                    self.refused += 1
+                else:
+                    self.unavailable += 1
+                if ticket == self._epoch:  # the first refusal since the last cut
+                    self._epoch += 1
+                    self._refused_at = float(self.limit)
+                    self._limit = max(1.0, float(int(self._limit) // 2))
+                    self._threshold = self._limit
+                    self.lowest = min(self.lowest, self.limit)
+                if retry_after is not None and retry_after > 0:
+                    until = time.monotonic() + retry_after
+                    if until > self._paused_until:
+                        self._paused_until = until
+                        self._arm(retry_after)
+            elif status is not None and status < 500:
+                if self._limit < self._threshold:  # slow start
+                    self._limit += 1.0
+                elif self._limit + 1.0 < self._refused_at:  # back towards it
+                    self._limit += 1.0 / self._limit
+                else:  # probing past where the endpoint refused: cautiously
+                    self._limit += 1.0 / (PROBE * self._limit)
+                    if self._limit >= self._refused_at + 1.0:
+                        self._refused_at = math.inf  # it serves more now
+                self._limit = min(self._limit, float(self.ceiling))
+            self._grant()
+
+    def _arm(self, delay: float) -> None:
+        """Hand slots out again when a ``Retry-After`` pause ends."""
+        if self._timer is not None:
+            self._timer.cancel()
+        timer = threading.Timer(delay, self._wake)
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._grant()
+
+    def _grant(self) -> None:
+        """Hand free slots to the longest waiters (the lock is held)."""
+        now = time.monotonic()
+        while self._waiters and self._may_start(now):
+            waiter = self._waiters.popleft()
+            first, second = waiter
+            if isinstance(first, threading.Event):
+                second.append(self._start())
+                first.set()
+                continue
+            loop, fut = first, second
+            if fut.done() or loop.is_closed():
+                continue  # a cancelled waiter
+            ticket = self._start()
+            try:
+                loop.call_soon_threadsafe(self._hand, fut, ticket)
+            except RuntimeError:  # the loop closed meanwhile
+                self.in_flight -= 1
+                self.sent -= 1
+
+    def _hand(self, fut: asyncio.Future[int], ticket: int) -> None:
+        if fut.done():  # cancelled between _grant() and now
+            self.release(ticket, None, sent=False)
+        else:
+            fut.set_result(ticket)
+
+    def summary(self) -> dict[str, Any]:
+        """What the report's ``llm.budget`` says of this endpoint."""
+        with self._lock:
+            return {
+                "ceiling": self.ceiling,
+                "budget": self.limit,
+                "lowest": self.lowest,
+                "requests": self.sent,
+                "refused_429": self.refused,
+                "unavailable_503": self.unavailable,
+            }
+
+
 def parse_rate(text: str) -> float:
     """``"10/s"``, ``"600/min"`` or ``"2.5/s"`` → calls per second.
 
@@ -320,10 +513,44 @@ def parse_rate(text: str) -> float:
 _LIMITS: tuple[Budget | None, RateLimit | None] = (None, None)
 
 
-def install(budget: Budget | None, rate: RateLimit | None) -> None:
-    """Make ``budget`` and ``rate`` the limits every judge / client call takes."""
-    global _LIMITS
+_ENDPOINTS: dict[str, EndpointBudget] = {}
+_ENDPOINTS_LOCK = threading.Lock()
+_INITIAL = INITIAL_BUDGET
+
+
+def install(
+    budget: Budget | None, rate: RateLimit | None, initial: int = INITIAL_BUDGET
+) -> None:
+    """Make ``budget`` and ``rate`` the limits every judge / client call takes (and
+    start the endpoints' adaptive budgets afresh, at ``initial``)."""
+    global _LIMITS, _INITIAL
     _LIMITS = (budget, rate)
+    _INITIAL = initial
+    with _ENDPOINTS_LOCK:
+        _ENDPOINTS.clear()
+
+
+def endpoint_budget(url: str) -> EndpointBudget | None:
+    """The adaptive budget of ``url``'s endpoint (scheme, host and port), its
+    ceiling the process's call budget; ``None`` outside a run with a budget."""
+    budget = _LIMITS[0]
+    if budget is None:
+        return None
+    scheme, _, rest = url.partition("://")
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+    key = f"{scheme}://{netloc}"
+    with _ENDPOINTS_LOCK:
+        gate = _ENDPOINTS.get(key)
+        if gate is None:
+            gate = _ENDPOINTS[key] = EndpointBudget(key, budget.size, _INITIAL)
+        return gate
+
+
+def endpoint_budgets() -> dict[str, dict[str, Any]]:
+    """Each endpoint's :meth:`EndpointBudget.summary` (this process's)."""
+    with _ENDPOINTS_LOCK:
+        gates = list(_ENDPOINTS.values())
+    return {g.endpoint: g.summary() for g in gates}
 
 
 def uninstall() -> None:

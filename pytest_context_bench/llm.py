@@ -585,7 +585,16 @@ class LLMClient:
             # One slot of the run's call budget per attempt (a no-op outside a run
             # with --ctxbench-concurrency, and inside a System call that holds one).
             with concurrency.slot(self.timeout), self._semaphore:
-                response = client.post(url, json=body, headers=self._headers())
+                gate = concurrency.endpoint_budget(url)
+                if gate is None:
+                    response = client.post(url, json=body, headers=self._headers())
+                else:
+                    ticket, answered = gate.acquire(), None
+                    try:
+                        answered = client.post(url, json=body, headers=self._headers())
+                    finally:
+                        gate.release(ticket, *self._congestion(answered))
+                    response = answered
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, shown, number) from None
         return self._checked(response, shown, number)
@@ -596,10 +605,40 @@ class LLMClient:
         client = self._async_client()
         try:
             async with concurrency.aslot(self.timeout):
-                response = await client.post(url, json=body, headers=self._headers())
+                gate = concurrency.endpoint_budget(url)
+                if gate is None:
+                    response = await client.post(
+                        url, json=body, headers=self._headers()
+                    )
+                else:
+                    ticket, answered = await gate.acquire_async(), None
+                    try:
+                        answered = await client.post(
+                            url, json=body, headers=self._headers()
+                        )
+                    finally:
+                        gate.release(ticket, *self._congestion(answered))
+                    response = answered
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, shown, number) from None
         return self._checked(response, shown, number)
+
+    def _congestion(
+        self, response: httpx.Response | None
+    ) -> tuple[int | None, float | None, bool]:
+        """What the endpoint's adaptive budget learns from an attempt: its status
+        (``None``: no answer), its ``Retry-After`` (capped), and whether it reached
+        the endpoint (a cache hit did not)."""
+        if response is None:
+            return None, None, True
+        if response.headers.get("x-ctxbench-cache") == "hit":
+            return None, None, False
+        after = _parse_retry_after(response.headers.get("retry-after"))
+        return (
+            response.status_code,
+            min(after, self.max_retry_after) if after is not None else None,
+            True,
+        )
 
     def _transport_error(
         self, exc: httpx.HTTPError, shown: str, number: int

@@ -399,6 +399,16 @@ def merge_llm(shards: Sequence[Shard]) -> dict[str, Any] | None:
             if any(key in u for u in loose):
                 merged[key] = [x for u in loose for x in u.get(key) or ()]
         out["unattributed"] = merged
+    budgets: dict[str, dict[str, int]] = {}
+    for sec in sections:  # each endpoint's adaptive budget: summed, like the workers'
+        for endpoint, figures in (sec.get("budget") or {}).items():
+            if isinstance(figures, dict):
+                sums = budgets.setdefault(str(endpoint), {})
+                for name, value in figures.items():
+                    if isinstance(value, int) and not isinstance(value, bool):
+                        sums[name] = sums.get(name, 0) + value
+    if budgets:
+        out["budget"] = dict(sorted(budgets.items()))
     moneys = [sec["money"] for sec in sections if isinstance(sec.get("money"), dict)]
     if moneys:
         out["money"] = {

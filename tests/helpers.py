@@ -85,6 +85,9 @@ def strip_timings(doc: dict[str, Any]) -> dict[str, Any]:
                 del metrics[key]
     for row in doc["rows"]:
         row.pop("latency", None)
+    # The endpoints' adaptive call budget: only with a budget, and how it went
+    # depends on timing (docs/concurrency.md, 'Adaptive budget').
+    (doc.get("llm") or {}).pop("budget", None)
     return doc
 
 

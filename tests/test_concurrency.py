@@ -11,6 +11,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -898,24 +899,42 @@ def test_budget_and_rate_are_split_between_workers(
 
 
 class _Gate:
-    """An endpoint that holds every request until ``target`` are in flight at once
-    (or ``patience`` seconds passed), then answers all of them and the rest at once.
+    """An endpoint that holds every request until ``target`` are in flight at once,
+    then answers all of them and the rest at once (it stays open).
 
-    The peak it records is a count: a client capped below ``target`` shows its cap,
-    and costs the test ``patience`` seconds once (the gate then stays open)."""
+    A client that sends fewer does not wait for ever: once no new request has come
+    for ``quiet`` seconds, the requests held are answered (a round) and holding
+    starts again. The adaptive budget (which starts below its ceiling and grows with
+    each answer) so reaches the ceiling in a few rounds. The peak it records is a
+    count: a client capped below ``target`` shows its cap."""
 
-    def __init__(self, target: int, patience: float = 20.0) -> None:
+    def __init__(
+        self, target: int, patience: float = 20.0, quiet: float = 0.15
+    ) -> None:
         self.target = target
         self.patience = patience
-        self.open = threading.Event()
+        self.quiet = quiet
+        self.open = False
+        self.round = 0
+        self.last = time.monotonic()
+        self.cond = threading.Condition()
         self.server = FakeLLM(handler=self.handler)
 
     def handler(self, request):
-        with self.server._lock:
+        deadline = time.monotonic() + self.patience
+        with self.cond:
+            self.last = time.monotonic()
+            mine = self.round
             if self.server._in_flight >= self.target:
-                self.open.set()
-        self.open.wait(self.patience)
-        self.open.set()
+                self.open = True
+                self.cond.notify_all()
+            while not self.open and self.round == mine:
+                now = time.monotonic()
+                if now - self.last >= self.quiet or now >= deadline:
+                    self.round += 1  # answer this round's requests
+                    self.cond.notify_all()
+                    break
+                self.cond.wait(min(self.quiet - (now - self.last), deadline - now))
         text = " ".join(str(m.get("content", "")) for m in request.messages)
         match = QUESTION.search(text)
         return f"city {match.group(1)}" if match else "?"
@@ -959,7 +978,7 @@ def test_a_proxys_own_concurrency_only_lowers_the_budget(
     pytester.makepyfile(limited=LIMITED_PY)
     pytester.makeini("[pytest]\npythonpath = .\nctxbench_cache = off\n")
     # The gate opens at 6 in flight, one more than the System allows: the peak then
-    # shows the System's own bound, after one wait of the gate's patience.
+    # shows the System's own bound (answered in rounds, see _Gate).
     gate = _Gate(6, patience=3.0)
     with gate.server as server:
         monkeypatch.setenv("CONC_URL", server.base_url)
@@ -988,7 +1007,8 @@ def test_llm_client_without_a_bound_of_its_own_follows_the_budget() -> None:
                     target=client.chat,
                     args=([{"role": "user", "content": "capital of country 1"}], "m"),
                 )
-                for _ in range(40)
+                # enough for the rounds the adaptive budget grows in (10, 20, 24)
+                for _ in range(80)
             ]
             for t in threads:
                 t.start()
@@ -999,3 +1019,142 @@ def test_llm_client_without_a_bound_of_its_own_follows_the_budget() -> None:
             client.close()
     assert server.max_in_flight == 24
     assert budget.peak == 24
+
+
+# --- the adaptive budget (429 / 503 / Retry-After) -----------------------------------
+
+
+class _Crowded:
+    """An endpoint that answers ``429 Retry-After: 0`` (or ``status``) to a request
+    arriving while ``capacity`` or more are in flight, else the answer after
+    ``delay`` seconds. It counts the refusals."""
+
+    def __init__(self, capacity: int = 8, status: int = 429, delay: float = 0.02):
+        self.capacity, self.status, self.delay = capacity, status, delay
+        self.refused = 0
+        self.server = FakeLLM(handler=self.handler)
+
+    def handler(self, request):
+        with self.server._lock:  # _in_flight counts this request too
+            crowded = self.server._in_flight > self.capacity
+            self.refused += crowded
+        if crowded:
+            return Reply(status=self.status, text="slow down", retry_after="0")
+        text = " ".join(str(m.get("content", "")) for m in request.messages)
+        match = QUESTION.search(text)
+        return Reply(text=f"city {match.group(1)}" if match else "?", delay=self.delay)
+
+
+@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_a_provider_s_429s_shrink_the_budget_instead_of_being_fought(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
+) -> None:
+    # Issue 26: at --ctxbench-concurrency=64 against an endpoint that refuses more
+    # than 8 in flight, 450 requests were sent (284 refused) and the run failed.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    pytester.makefile(".jsonl", qa=qa_lines(200))
+    pytester.makeini("[pytest]\nctxbench_cache = off\n")
+    crowded = _Crowded(8, delay=0.1)  # the issue's 100 ms endpoint
+    out = pytester.path / "r.json"
+    with crowded.server as server:
+        url = server.base_url
+        result = pytester.runpytest_subprocess(
+            *mode,
+            f"--ctxbench-proxy={server.base_url}",
+            "--ctxbench-dataset=qa.jsonl",
+            "--ctxbench-concurrency=64",
+            f"--ctxbench-json={out}",
+        )
+    result.assert_outcomes(passed=200)
+    sent = len(server.requests)
+    assert 200 <= sent <= 250, sent
+    assert sent - 200 == crowded.refused
+    budget = read_json(out)["llm"]["budget"]
+    assert list(budget) == [url]
+    figures = budget[url]
+    assert figures["ceiling"] == 64
+    assert figures["requests"] == sent
+    assert figures["refused_429"] == crowded.refused
+    assert figures["unavailable_503"] == 0
+    assert 1 <= figures["lowest"] <= figures["budget"] <= 64
+    if crowded.refused:
+        assert "pushed back" in result.stdout.str()
+
+
+def test_threads_share_an_endpoint_budget_that_503s_cut() -> None:
+    # The sync client (a System's own LLMClient, the judges) from many threads.
+    from pytest_context_bench.concurrency import endpoint_budgets, install, uninstall
+    from pytest_context_bench.llm import LLMClient
+
+    crowded = _Crowded(4, status=503)
+    with crowded.server as server:
+        client = LLMClient(server.base_url, max_retries=5)
+        install(Budget(32), None)
+        failed: list[BaseException] = []
+
+        def ask(i: int) -> None:
+            try:
+                question = {"role": "user", "content": f"capital of country {i}"}
+                client.chat([question], "m")
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failed.append(exc)
+
+        try:
+            threads = [threading.Thread(target=ask, args=(i,)) for i in range(100)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            figures = endpoint_budgets()[server.base_url]
+        finally:
+            uninstall()
+            client.close()
+    assert not failed, failed[:1]
+    sent = len(server.requests)
+    assert sent - 100 == crowded.refused == figures["unavailable_503"]
+    assert sent <= 125, sent
+    assert figures["requests"] == sent and figures["ceiling"] == 32
+
+
+def test_endpoint_budget_grows_halves_once_a_round_and_honours_retry_after() -> None:
+    from pytest_context_bench.concurrency import INITIAL_BUDGET, EndpointBudget
+
+    gate = EndpointBudget("http://h:1", ceiling=64)
+    assert gate.limit == INITIAL_BUDGET
+    tickets = [gate.acquire() for _ in range(INITIAL_BUDGET)]
+    for t in tickets:  # slow start: one more per answer
+        gate.release(t, 200)
+    assert gate.limit == 2 * INITIAL_BUDGET
+    burst = [gate.acquire() for _ in range(gate.limit)]
+    for t in burst[:5]:  # five refusals of one round: one cut
+        gate.release(t, 429)
+    assert gate.limit == INITIAL_BUDGET and gate.refused == 5
+    for t in burst[5:]:  # the round's other answers: additive increase from now on
+        gate.release(t, 200)
+    assert INITIAL_BUDGET < gate.limit < INITIAL_BUDGET + 2
+    assert gate.lowest == INITIAL_BUDGET
+    # A refusal sent after the cut cuts again; its Retry-After holds every new
+    # request back until then (a thread waiting meanwhile gets its slot after).
+    gate.release(gate.acquire(), 503, retry_after=0.3)
+    assert gate.limit == INITIAL_BUDGET // 2 and gate.unavailable == 1
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(gate.acquire()))
+    waiter.start()
+    waiter.join(0.05)
+    assert got == [] and gate.in_flight == 0
+    waiter.join(30)
+    assert len(got) == 1 and gate.in_flight == 1
+    # A cache hit never reached the endpoint: not counted as sent.
+    before = gate.sent
+    gate.release(gate.acquire(), None, sent=False)
+    assert gate.sent == before
+    # Never above the ceiling, never below one.
+    small = EndpointBudget("http://h:2", ceiling=3)
+    assert small.limit == 3
+    for _ in range(5):
+        small.release(small.acquire(), 429)
+    assert small.limit == 1
+    for _ in range(100):
+        small.release(small.acquire(), 200)
+    assert small.limit == 3

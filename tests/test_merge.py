@@ -619,3 +619,55 @@ def test_merge_applies_the_money_gates(tmp_path: Path) -> None:
         )
     assert main(["merge", *shards, f"--ctxbench-max-cost-usd={money / 2}"]) == 1
     assert main(["merge", *shards, "--ctxbench-max-cost-of-pass-usd=-1"]) == 4
+
+
+def test_merge_sums_the_endpoints_adaptive_budgets(tmp_path: Path) -> None:
+    from pytest_context_bench.merge import Shard, merge_llm
+
+    def section(budget: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "cache": {"mode": "off", "hits": 0, "misses": 10},
+            "calls_sent": 10,
+            "tokens": {},
+            "saved_tokens": 0,
+            "models": ["m"],
+            "budget": budget,
+        }
+
+    a = {
+        "ceiling": 16,
+        "budget": 8,
+        "lowest": 4,
+        "requests": 12,
+        "refused_429": 2,
+        "unavailable_503": 0,
+    }
+    b = {
+        "ceiling": 16,
+        "budget": 16,
+        "lowest": 16,
+        "requests": 10,
+        "refused_429": 0,
+        "unavailable_503": 1,
+    }
+    merged = merge_llm(
+        [
+            Shard(tmp_path / "1.json", {"llm": section({"http://h:1": a})}),
+            Shard(
+                tmp_path / "2.json",
+                {"llm": section({"http://h:1": b, "http://g:2": b})},
+            ),
+        ]
+    )
+    assert merged is not None
+    assert merged["budget"] == {
+        "http://g:2": b,
+        "http://h:1": {
+            "ceiling": 32,
+            "budget": 24,
+            "lowest": 20,
+            "requests": 22,
+            "refused_429": 2,
+            "unavailable_503": 1,
+        },
+    }

@@ -142,6 +142,25 @@ def test_the_line_reads_as_documented_at_80_columns() -> None:
     assert no_eta == "ctxbench: 3 in flight · 0/200 calls done"
 
 
+def test_the_line_shows_the_adaptive_budget_and_the_429s() -> None:
+    line = format_status(12, 88, 200, 6.2, 120, budget=(12, 64, 7))
+    assert line == (
+        "ctxbench: 12 in flight · budget 12/64 · 7×429 · 88/200 calls done · ETA 0:07"
+    )
+    unrefused = format_status(12, 88, 200, 6.2, 120, budget=(20, 64, 0))
+    assert unrefused == (
+        "ctxbench: 12 in flight · budget 20/64 · 88/200 calls done · ETA 0:07"
+    )
+    # Narrower: the 429s go first, then the budget; never past the last column.
+    assert format_status(12, 88, 200, 6.2, 70, budget=(12, 64, 7)) == (
+        "ctxbench: 12 in flight · budget 12/64 · 88/200 done · ETA 0:07"
+    )
+    for width in range(0, 121):
+        assert len(format_status(12, 88, 200, 6.2, width, budget=(12, 64, 7))) < max(
+            1, width
+        )
+
+
 @pytest.mark.parametrize(
     "figures",
     [(12, 88, 200, 6.2), (0, 0, 1, None), (12345, 99999, 100000, 3600.0 * 400)],

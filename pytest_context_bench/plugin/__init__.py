@@ -55,7 +55,7 @@ from .options import (
 from .outputs import check_outputs, input_files, other_outputs, step_summary_clash
 from .recording import MemoryCache, Recorder, row_status
 from .manifest import WORKEROUTPUT_KEY, build_manifest
-from .llmcache import UNATTRIBUTED_KEY
+from .llmcache import BUDGET_KEY, UNATTRIBUTED_KEY
 from .running import Calls, make_scheduler, share_of, worker_count
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .status import StatusLine
@@ -315,7 +315,7 @@ def _activate_llm(config: pytest.Config, state: State) -> None:
 
 def _setup_calls(config: pytest.Config, state: State) -> None:
     """This process's share of the call budget and rate limit (see running.py)."""
-    from ..concurrency import system_concurrency
+    from ..concurrency import INITIAL_BUDGET, system_concurrency
 
     settings = state.settings
     for s in state.systems:
@@ -334,6 +334,7 @@ def _setup_calls(config: pytest.Config, state: State) -> None:
             index = 0
         share = share_of(total, workers, index) if total is not None else 1
         rate = rate / workers if rate is not None else None
+        initial = share_of(INITIAL_BUDGET, workers, index)
     else:
         workers = worker_count(config)
         if workers and total is not None and total < workers:
@@ -345,11 +346,13 @@ def _setup_calls(config: pytest.Config, state: State) -> None:
         if workers:
             return  # the controller runs no System call
         share = total if total is not None else 1
+        initial = INITIAL_BUDGET
     state.calls = Calls(
         max(1, share),
         rate,
         settings.call_timeout,
         explicit=total is not None and total > 1,
+        initial=max(1, initial),
     )
     if state.calls.prefetching:
         # Only then: a hook on every item costs the runs that do not need it.
@@ -620,6 +623,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from ..calls import take_unattributed
 
         workeroutput[UNATTRIBUTED_KEY] = take_unattributed()
+        if state.calls is not None and state.calls.endpoints:
+            workeroutput[BUDGET_KEY] = state.calls.endpoints
 
 
 @pytest.fixture
@@ -974,6 +979,8 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
             # -x: nothing started ahead keeps running. Ctrl-C: no wait for the sync
             # calls in flight (daemon threads), the user asked to stop now.
             state.calls.close(wait=0.0 if interrupted else None)
+            if state.controller is not None:
+                state.controller.add_budgets(state.calls.endpoints)
         try:
             if state is not None and state.controller is not None:
                 state.controller.finish(session, stop)

@@ -39,6 +39,8 @@ __all__ = [
 BROKEN_KEY = "ctxbench_cache_broken"
 #: workeroutput key: the usage entries of requests whose example was unknown.
 UNATTRIBUTED_KEY = "ctxbench_unattributed"
+#: workeroutput key: each endpoint's adaptive call budget (concurrency.py).
+BUDGET_KEY = "ctxbench_budget"
 
 
 def default_cache_dir(config: pytest.Config) -> Path:
@@ -290,6 +292,16 @@ def summary_lines(
                 {"yellow": True},
             )
         )
+    for endpoint, b in (summary.get("budget") or {}).items():
+        if b.get("refused_429") or b.get("unavailable_503"):
+            text = (
+                f"LLM endpoint {endpoint} pushed back:"
+                f" {b.get('refused_429', 0)} × 429, {b.get('unavailable_503', 0)}"
+                f" × 503 in {b.get('requests', 0)} requests; the call budget went"
+                f" down to {b.get('lowest')} and ended at {b.get('budget')} of"
+                f" {b.get('ceiling')} (docs/concurrency.md, 'Adaptive budget')"
+            )
+            lines.append((text, {"yellow": True}))
     if c["replay_misses"]:
         lines.append(
             (

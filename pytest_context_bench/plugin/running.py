@@ -31,10 +31,13 @@ import pytest
 
 from ..calls import call_scope, current_call, evaluator_source, serving
 from ..concurrency import (
+    INITIAL_BUDGET,
     Budget,
     CallRunner,
     Outcome,
     RateLimit,
+    current_limits,
+    endpoint_budgets,
     install,
     is_async_system,
     uninstall,
@@ -84,10 +87,17 @@ class Calls:
     :param timeout: seconds per System call.
     :param explicit: whether the user set a budget (else: one call at a time, with
         no runner unless a rate limit or a timeout needs one).
+    :param initial: what each endpoint's adaptive budget starts at in this process
+        (its share of :data:`~pytest_context_bench.concurrency.INITIAL_BUDGET`).
     """
 
     def __init__(
-        self, share: int, rate: float | None, timeout: float | None, explicit: bool
+        self,
+        share: int,
+        rate: float | None,
+        timeout: float | None,
+        explicit: bool,
+        initial: int = INITIAL_BUDGET,
     ) -> None:
         self.share = share
         self.budget = Budget(share)
@@ -96,7 +106,10 @@ class Calls:
             self.runner = CallRunner(
                 self.budget, RateLimit(rate) if rate is not None else None, timeout
             )
-            install(self.budget, self.runner.rate)
+            install(self.budget, self.runner.rate, initial)
+        #: each endpoint's adaptive budget at the end (concurrency.EndpointBudget),
+        #: kept by close()
+        self.endpoints: dict[str, dict[str, Any]] = {}
         self._ahead: dict[int, tuple[Future[Any], SystemCall, dict[str, Any]]] = {}
         self._index: dict[int, int] | None = None
         self._queue: Any = None
@@ -218,7 +231,9 @@ class Calls:
         self._ahead.clear()
         if self.runner is not None:
             self.runner.close(wait)
-            uninstall()
+            if current_limits()[0] is self.budget:
+                self.endpoints = endpoint_budgets()
+                uninstall()
 
 
 def judges_ahead(

@@ -25,7 +25,7 @@ from .._text import inert
 from ..urls import redact
 from ..verdict import Verdict as Judgement
 from ..verdict import comparison_doc, comparison_lines, judge
-from .llmcache import UNATTRIBUTED_KEY
+from .llmcache import BUDGET_KEY, UNATTRIBUTED_KEY
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
 from .options import GATE_PARTIAL, Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
@@ -110,6 +110,9 @@ class Controller:
         #: usage of LLM requests whose example was unknown (calls.py), this
         #: process's and the workers'
         self.unattributed: list[dict[str, Any]] = []
+        #: endpoint -> its adaptive call budget, summed over the processes that
+        #: called it (concurrency.EndpointBudget.summary)
+        self.budgets: dict[str, dict[str, int]] = {}
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -144,6 +147,20 @@ class Controller:
         loose = output.get(UNATTRIBUTED_KEY)
         if isinstance(loose, list):
             self.unattributed.extend(e for e in loose if isinstance(e, dict))
+        self.add_budgets(output.get(BUDGET_KEY))
+
+    def add_budgets(self, budgets: Any) -> None:
+        """Add a process's endpoint budgets: each figure is summed over the
+        processes (an xdist worker's ceiling and budget are its shares)."""
+        if not isinstance(budgets, dict):
+            return
+        for endpoint, figures in budgets.items():
+            if not isinstance(figures, dict):
+                continue
+            total = self.budgets.setdefault(str(endpoint), {})
+            for key, value in figures.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    total[key] = total.get(key, 0) + value
 
     @property
     def unevaluated(self) -> list[str]:
@@ -306,6 +323,8 @@ class Controller:
         self.llm = llm_summary(
             (r.row for r in self.records), self.llm_cache, self.settings, self.unattributed
         )
+        if self.llm is not None and self.budgets:
+            self.llm["budget"] = {k: dict(v) for k, v in sorted(self.budgets.items())}
         from .llmcache import auto_unknown
 
         unknown = auto_unknown(self.llm, self.settings)

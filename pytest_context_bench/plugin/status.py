@@ -121,14 +121,30 @@ def format_status(
     eta: float | None,
     width: int,
     sep: str = " · ",
+    budget: tuple[int, int, int] | None = None,
 ) -> str:
     """The longest form of the line that fits in ``width - 1`` columns ('' if none).
 
     The last column stays free: a terminal that wraps when it is written would move
     the cursor to another row, and the erase would miss the line.
+
+    :param budget: the endpoints' adaptive budget, its ceiling and the 429s so far
+        (``None``: no endpoint called through the LLM client).
     """
     later = f"ETA {format_eta(eta)}" if eta is not None else ""
+    adaptive = refused = ""
+    if budget is not None:
+        adaptive = f"budget {budget[0]}/{budget[1]}"
+        refused = f"{budget[2]}×429" if budget[2] else ""
     forms = (
+        (
+            f"ctxbench: {in_flight} in flight",
+            adaptive,
+            refused,
+            f"{done}/{total} calls done",
+            later,
+        ),
+        (f"ctxbench: {in_flight} in flight", adaptive, f"{done}/{total} done", later),
         (f"ctxbench: {in_flight} in flight", f"{done}/{total} calls done", later),
         (f"ctxbench: {in_flight} in flight", f"{done}/{total} done", later),
         (f"{in_flight} in flight", f"{done}/{total} done", later),
@@ -140,6 +156,22 @@ def format_status(
         if len(line) <= width - 1:
             return line
     return ""
+
+
+def adaptive_budget() -> tuple[int, int, int] | None:
+    """The adaptive budget of this process's tightest endpoint, its ceiling, and the
+    429s of all of them: (budget, ceiling, 429s); None when no endpoint was called."""
+    from ..concurrency import endpoint_budgets
+
+    figures = list(endpoint_budgets().values())
+    if not figures:
+        return None
+    tightest = min(figures, key=lambda f: f["budget"] / f["ceiling"])
+    return (
+        tightest["budget"],
+        tightest["ceiling"],
+        sum(f["refused_429"] for f in figures),
+    )
 
 
 # --- whether it shows ------------------------------------------------------------
@@ -284,7 +316,9 @@ class StatusLine:
         total = max(self.total, done)
         eta = estimate_eta(total - done, done_at, now, since)
         in_flight = calls.budget.in_use
-        return format_status(in_flight, done, total, eta, self.width, self.sep)
+        return format_status(
+            in_flight, done, total, eta, self.width, self.sep, adaptive_budget()
+        )
 
     def _pending(self) -> str | None:
         """What to write to show the line with fresh figures, or None."""
