@@ -732,6 +732,16 @@ def _adaptive_design(current: list[Record], base: list[Record]) -> Any:
     )
     if spec is None:
         return None
+    return adaptive_design(spec, base)
+
+
+def adaptive_design(spec: Mapping[str, Any], base: list[Record]) -> Any:
+    """The :class:`~pytest_context_bench.adaptive.Design` of ``spec`` (a row's
+    ``metadata.adaptive``: ``max_trials``, ``budget``) against the baseline
+    records ``base`` of its suite.
+
+    :raises ConfigError: when the baseline has too few trials per example.
+    """
     from .adaptive import Design
 
     counts: dict[tuple[str, str], int] = {}
