@@ -145,20 +145,6 @@ def test_bad_options_are_one_usage_error(pytester: pytest.Pytester, args: list[s
     assert message in result.stderr.str(), result.stderr.str()
 
 
-def test_a_baseline_of_one_trial_is_refused_before_any_example(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".jsonl", qa=QA)
-    pytester.makepyfile(mysys="class S:\n    name = 's'\n    def process(self, e):\n        return {**e, 'response': e['answer']}\ns = S()\n")
-    pytester.makeini("[pytest]\npythonpath = .\n")
-    saved = pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=mysys:s", "--ctxbench-save-baseline=b.json")
-    assert saved.ret == 0
-    result = pytester.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=mysys:s", "--ctxbench-baseline=b.json",
-        "--ctxbench-trials=adaptive",
-    )
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    assert "need a baseline with at least 4 trials per example (saved with --ctxbench-repeat=4" in result.stderr.str()
-
-
 # --- real runs -------------------------------------------------------------------
 
 #: A stochastic System: asks the endpoint (stdlib HTTP, so the run stays in-process).
@@ -244,6 +230,15 @@ def test_adaptive_run_asks_again_what_the_plan_says_and_gates(
     sampling.reset(seed=1)
     saved = pytester.runpytest(*RUN, "--ctxbench-repeat=4", "--ctxbench-save-baseline=base.json")
     assert saved.ret == 0, saved.stdout.str()
+    assert len(sampling.requests) == 160
+    # A baseline with fewer trials than asked for: one line, before any call.
+    refused = pytester.runpytest(*RUN, "--ctxbench-baseline=base.json", "--ctxbench-trials=adaptive",
+                                 "--ctxbench-max-trials=5")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "need a baseline with at least 5 trials per example (saved with --ctxbench-repeat=5 or more);"
+        " it has 4" in refused.stderr.str()
+    ), refused.stderr.str()
     assert len(sampling.requests) == 160
 
     # An unchanged System: one call per example, one more for the chosen ones.
