@@ -44,7 +44,7 @@ def test_null_tail_is_the_exact_convolution() -> None:
         counts = [sum(outcomes[i] for i in pick) for pick in itertools.combinations(range(n), k)]
         dists.append(counts)
     total = math.prod(len(d) for d in dists)
-    for observed in range(0, 8):
+    for observed in range(8):
         hits = sum(1 for combo in itertools.product(*dists) if sum(combo) <= observed)
         assert _null_tail(tables, observed) == pytest.approx(hits / total, abs=1e-12)
 
@@ -283,3 +283,13 @@ def test_adaptive_run_asks_again_what_the_plan_says_and_gates(
     (metric,) = [m for m in wdoc["baseline_comparison"]["metrics"] if m["metric"] == "pass_rate"]
     assert not metric["passed"] and metric["change"] < -0.2
     worse.stdout.fnmatch_lines(["*FAILED ctxbench::max_drop*sampler:pass_rate*"])
+
+
+def test_the_ini_twins(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", qa=QA)
+    pytester.makeini("[pytest]\nctxbench_trials = sometimes\n")
+    result = pytester.runpytest("--ctxbench-dataset=qa.jsonl")
+    assert "ini option 'ctxbench_trials' must be 'adaptive', given: 'sometimes'" in result.stderr.str()
+    pytester.makeini("[pytest]\nctxbench_trials = adaptive\nctxbench_trial_budget = 9\n")
+    result = pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-baseline=b.json")
+    assert "ini option 'ctxbench_trial_budget' must be a number in (1, 4]" in result.stderr.str()
