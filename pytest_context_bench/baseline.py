@@ -655,7 +655,13 @@ def compare(
             continue
         cur_info = next((s for s in current.suites if s.get("label") == label), {})
         base_info = baseline.suite(label) or cur_info
-        now = _examples(cur_by_suite.get(label, []), cur_info)
+        cur_recs = cur_by_suite.get(label, [])
+        adaptive = _adaptive_design(cur_recs, base_by_suite.get(label, []))
+        if adaptive is not None:
+            # Adaptive trials: only the first trials are an unbiased sample of every
+            # example; the later ones are the pass-rate test's second stage.
+            cur_recs = [r for r in cur_recs if r.row.metadata.get("trial", 1) == 1]
+        now = _examples(cur_recs, cur_info)
         then = _examples(base_by_suite.get(label, []), base_info)
         several = len({d for d, _ in [*now, *then]}) > 1
         matched = [k for k in then if k in now]
@@ -667,7 +673,13 @@ def compare(
             if m in max_drops or m in extra
         ]
         for metric in wanted:
-            result = _test(metric, matched, then, now, baseline.summary.get(label, {}), confidence, seed, n_resamples)
+            if adaptive is not None and metric == "pass_rate":
+                result = _adaptive_pass_rate(
+                    adaptive, matched, cur_by_suite.get(label, []), base_by_suite.get(label, []),
+                    cur_info, base_info, confidence,
+                )
+            else:
+                result = _test(metric, matched, then, now, baseline.summary.get(label, {}), confidence, seed, n_resamples)
             tol = max_drops.get(metric)
             verdict = None
             if tol is not None and metric == "cost_of_pass_usd" and _money_unknown(matched, then, now):
@@ -705,6 +717,81 @@ def compare(
         only_current=[s for s in cur_labels if s not in base_labels],
         only_baseline=[s for s in base_labels if s not in cur_labels],
     )
+
+
+def _trial(rec: Record) -> int:
+    value = rec.row.metadata.get("trial", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def _adaptive_design(current: list[Record], base: list[Record]) -> Any:
+    """The :class:`~pytest_context_bench.adaptive.Design` of a suite run with
+    ``--ctxbench-trials=adaptive`` (its rows say so), or ``None``."""
+    spec = next(
+        (a for r in current if isinstance(a := r.row.metadata.get("adaptive"), dict)), None
+    )
+    if spec is None:
+        return None
+    return adaptive_design(spec, base)
+
+
+def adaptive_design(spec: Mapping[str, Any], base: list[Record]) -> Any:
+    """The :class:`~pytest_context_bench.adaptive.Design` of ``spec`` (a row's
+    ``metadata.adaptive``: ``max_trials``, ``budget``) against the baseline
+    records ``base`` of its suite.
+
+    :raises ConfigError: when the baseline has too few trials per example.
+    """
+    from .adaptive import Design
+
+    counts: dict[tuple[str, str], int] = {}
+    for rec in base:
+        key = (rec.row.dataset, rec.row.example_id)
+        counts[key] = counts.get(key, 0) + 1
+    tally: dict[int, int] = {}
+    for n in counts.values():
+        tally[n] = tally.get(n, 0) + 1
+    # The baseline's trials per example: its most common count (a lost row aside).
+    trials = max(tally, key=lambda n: (tally[n], n)) if tally else 0
+    return Design(int(spec["max_trials"]), float(spec["budget"]), trials)
+
+
+def _outcome(row: EvalRow, field_: Any, threshold: float) -> int | None:
+    """A trial's pass outcome as PassRate counts it: an error fails, an unscored row
+    is ``None``."""
+    score = row_score(row, field_)
+    if score is None:
+        return None
+    return 1 if row.error is None and score >= threshold else 0
+
+
+def _adaptive_pass_rate(
+    design: Any,
+    matched: list[tuple[str, str]],
+    current: list[Record],
+    base: list[Record],
+    cur_info: Mapping[str, Any],
+    base_info: Mapping[str, Any],
+    confidence: float,
+) -> PairedResult:
+    """The pass-rate test of an adaptive run (:func:`~.adaptive.adaptive_test`)."""
+    from .adaptive import Example, adaptive_test
+
+    def trials(recs: list[Record], info: Mapping[str, Any]) -> dict[tuple[str, str], list[int | None]]:
+        threshold = float(info.get("threshold", 0.7))
+        field_ = info.get("score_field")
+        out: dict[tuple[str, str], list[tuple[int, int | None]]] = {}
+        for rec in recs:
+            out.setdefault((rec.row.dataset, rec.row.example_id), []).append(
+                (_trial(rec), _outcome(rec.row, field_, threshold))
+            )
+        return {k: [o for _, o in sorted(v, key=lambda x: x[0])] for k, v in out.items()}
+
+    now, then = trials(current, cur_info), trials(base, base_info)
+    examples = [
+        Example(now[k][0], tuple(now[k][1:]), tuple(then[k])) for k in matched if now.get(k)
+    ]
+    return adaptive_test(design, examples, confidence=confidence)
 
 
 def _money_unknown(

@@ -119,7 +119,11 @@ def judge(
     except ConfigError as exc:
         verdict.baseline_error = f"baseline not compared: {exc}"
         return verdict
-    comparison = compare(baseline, report, drops, confidence=confidence)
+    try:
+        comparison = compare(baseline, report, drops, confidence=confidence)
+    except ConfigError as exc:  # e.g. adaptive trials against a baseline of 1 trial
+        verdict.baseline_error = f"baseline not compared: {exc}"
+        return verdict
     problem = _disjoint(baseline, report, comparison)
     if problem is not None:
         verdict.baseline_error = f"baseline not compared: {problem}"

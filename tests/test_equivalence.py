@@ -528,3 +528,77 @@ def test_every_mode_gives_the_reference_answer(
         _REFERENCES[key] = got
         return
     assert normal(got, trials=trials > 1) == normal(_REFERENCES[key], trials=trials > 1)
+
+
+# --- adaptive trials ------------------------------------------------------------------
+
+#: --ctxbench-trials=adaptive against a baseline of 4 trials per example: which
+#: examples are asked again depends only on their first trial, the baseline and a
+#: hash of their identity, so every mode must ask the same ones and reach the same
+#: verdict. One System (sync httpx, through the run's cache), the command line (the
+#: marked test beside it runs one trial, as adaptive trials are the command line's).
+_ADAPTIVE = (
+    "--ctxbench-trials=adaptive", "--ctxbench-max-trials=2",
+    "--ctxbench-baseline=adaptive-base.json", "--ctxbench-max-drop=pass_rate:0",
+)
+
+
+def _adaptive_normal(doc: dict[str, Any]) -> dict[str, Any]:
+    rows = sorted(
+        (r["suite"], r["example_id"], r["metadata"].get("trial"), r["status"],
+         json.dumps(r["metadata"].get("adaptive"), sort_keys=True))
+        for r in doc["rows"]
+    )
+    return {**normal(doc, trials=True), "trials": rows,
+            "comparison": doc["baseline_comparison"]["metrics"]}
+
+
+def test_adaptive_trials_every_mode_gives_the_same_answer(
+    pytester: pytest.Pytester, endpoints: dict[str, Endpoint]
+) -> None:
+    base = _project(pytester, endpoints, "cli", ("sync",))
+    server = endpoints["sync"]
+    server.reset(per_request=True)  # q-2: right the first time only
+    saved = pytester.runpytest_subprocess(
+        *base, "--ctxbench-repeat=4", "--ctxbench-save-baseline=adaptive-base.json", timeout=300
+    )
+    assert saved.ret == 1, saved.stdout.str()  # the min-mean-score gate, by design
+    runs: dict[str, dict[str, Any]] = {}
+    requests: dict[str, int] = {}
+    for name, extra in (
+        # the reference records its replies; the replay sends no request
+        ("serial", ["--ctxbench-cache=once", "--ctxbench-cache-dir=adaptive-cache"]),
+        ("replay", ["--ctxbench-cache=replay", "--ctxbench-cache-dir=adaptive-cache"]),
+    ):
+        server.reset(per_request=True)
+        out = pytester.path / f"adaptive-{name}.json"
+        _run(pytester, [*base, *_ADAPTIVE, *extra], out)
+        runs[name], requests[name] = read_json(out), len(server.requests)
+    server.reset(per_request=True)
+    parts = []
+    for i in (1, 2):
+        part = pytester.path / f"adaptive-shard-{i}.json"
+        result = pytester.runpytest_subprocess(
+            *base, *_ADAPTIVE, f"--ctxbench-shard={i}/2", "--ctxbench-no-gate",
+            f"--ctxbench-json={part}", timeout=300,
+        )
+        assert result.ret == 0, result.stdout.str()
+        parts.append(str(part))
+    merged = pytester.path / "adaptive-merged.json"
+    status = ctxbench_main(["merge", *parts, "--json", str(merged), *GATES,
+                            "--ctxbench-baseline=adaptive-base.json", "--ctxbench-max-drop=pass_rate:0"])
+    assert status == 1
+    runs["shards-2-merge"] = read_json(merged)
+    reference = runs["serial"]
+    trials = {(r["example_id"], r["metadata"]["trial"]): r["status"]
+              for r in reference["rows"] if r["suite"] == "sync"}
+    # q-2 disagrees with the baseline (its trials: right once, then wrong), so it
+    # was asked again: its second trial is a request of its own, answered wrong.
+    assert trials == {("q-1", 1): "pass", ("q-2", 1): "pass", ("q-2", 2): "below",
+                      ("q-3", 1): "below"}
+    assert requests == {"serial": 2 * N + 1, "replay": 0}
+    (metric,) = [m for m in reference["baseline_comparison"]["metrics"]
+                 if m["suite"] == "sync" and m["metric"] == "pass_rate"]
+    assert metric["test"] == "adaptive-two-stage"
+    for name, doc in runs.items():
+        assert _adaptive_normal(doc) == _adaptive_normal(reference), name

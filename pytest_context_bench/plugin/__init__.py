@@ -169,6 +169,15 @@ class State:
             ref, self.tokenizer(), self.systems, original, self.memory, runner
         )
 
+    #: --ctxbench-trials=adaptive: the plan (plugin/trials.py), built on first use
+    adaptive_plan: Any = None
+
+    def more_trials(self, case: CliCase, system: Any) -> None:
+        """Adaptive trials: ask ``case``'s example again when the plan says so."""
+        from .trials import run_more_trials
+
+        run_more_trials(case, system, self)
+
     def take_call(self, case: CliCase) -> Any:
         """The call started ahead for ``case`` (and its example), or None."""
         return self.calls.take(case) if self.calls is not None else None
@@ -286,6 +295,10 @@ def pytest_configure(config: pytest.Config) -> None:
             check_datasets(state.baseline, state.fingerprints())
         except CtxBenchError as exc:
             raise pytest.UsageError(f"{settings.where['ctxbench_baseline']}: {_one_line(exc)}") from None
+        if settings.adaptive is not None:
+            from .trials import check_baseline
+
+            check_baseline(state.baseline, settings)
     if not is_worker(config):
         # Registered as a plugin so that it receives pytest_runtest_logreport for every
         # report, including those xdist replays from the workers.
@@ -765,7 +778,7 @@ def _attach(
                 "suite": spec.suite_label(row.system),
                 "origin": spec.origin,
                 "order": [sys_pos, recorder.ref.ds_pos, recorder.ref.index,
-                          recorder.ref.qa, recorder.ref.trial],
+                          recorder.ref.qa, _row_trial(row, recorder.ref.trial)],
                 "status": status,
                 # to_dict() yields exact builtins (floats, ints, strs) except for
                 # metadata, which is checked at the boundary.
@@ -806,6 +819,12 @@ def _details_text(metadata: dict[str, Any]) -> list[str]:
         "  " * (level + 1) + inert(" ".join(text.split()))
         for level, text in explain_lines(metadata, metadata.get("score_field"))
     ]
+
+
+def _row_trial(row: Any, default: int) -> int:
+    """The trial of a row: its own (adaptive trials put several on one item)."""
+    trial = row.metadata.get("trial", default)
+    return trial if isinstance(trial, int) and not isinstance(trial, bool) else default
 
 
 def _suite_wire(spec: SuiteSpec, state: State) -> dict[str, Any]:

@@ -318,10 +318,23 @@ class CliCase:
         self.recorder = self.runtime.recorder(
             self.ref, original=ahead[1] if ahead is not None else None
         )
-        self.recorder.run(
-            self.system if self.system is not None else fixture_system,
-            ahead=ahead[0] if ahead is not None else None,
-        )
+        system = self.system if self.system is not None else fixture_system
+        more = getattr(self.runtime, "more_trials", None)
+        if more is None or not self.runtime.settings.adaptive:
+            self.recorder.run(system, ahead=ahead[0] if ahead is not None else None)
+            return
+        first: BaseException | None = None
+        try:
+            self.recorder.run(system, ahead=ahead[0] if ahead is not None else None)
+        except (Exception, pytest.fail.Exception) as exc:  # noqa: BLE001 (raised below)
+            first = exc  # a failed first trial may still be asked again
+        try:
+            more(self, system)  # --ctxbench-trials=adaptive (plugin/trials.py)
+        except (Exception, pytest.fail.Exception):
+            if first is None:
+                raise
+        if first is not None:
+            raise first
 
 
 def _grouped(case: CliCase, test_id: str) -> Any:

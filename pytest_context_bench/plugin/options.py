@@ -242,6 +242,28 @@ REPEAT = _opt(
     " metrics and gates use the mean over trials. Default: 1",
     "K",
 )
+TRIALS = _opt(
+    "trials",
+    "str",
+    "adaptive: ask each example once, then ask again (up to --ctxbench-max-trials)"
+    " only the examples whose outcome disagrees with the baseline's trials, within"
+    " --ctxbench-trial-budget; the pass-rate gate uses a test valid under that choice."
+    " Needs --ctxbench-baseline saved with --ctxbench-repeat",
+    "MODE",
+)
+MAX_TRIALS = _opt(
+    "max-trials",
+    "int",
+    "Adaptive trials: trials of an example asked again, in all. Default: 4",
+    "K",
+)
+TRIAL_BUDGET = _opt(
+    "trial-budget",
+    "float",
+    "Adaptive trials: calls per example on average (in passes over the examples) for"
+    " an unchanged System. Default: 1.5",
+    "X",
+)
 HUB = _opt(
     "hub",
     "bool",
@@ -414,6 +436,9 @@ OPTIONS: tuple[Option, ...] = (
     SEED,
     SHARD,
     REPEAT,
+    TRIALS,
+    MAX_TRIALS,
+    TRIAL_BUDGET,
     HUB,
     SKIP_BAD_RECORDS,
     MAX_LINE_BYTES,
@@ -583,6 +608,8 @@ class Settings:
     seed: int = 0
     shard: tuple[int, int] | None = None
     repeat: int = 1
+    #: --ctxbench-trials=adaptive: (max trials, budget), else None
+    adaptive: tuple[int, float] | None = None
     hub: bool = False
     skip_bad_records: bool = False
     #: the cap on a .jsonl line (--ctxbench-max-line-bytes), None: the default
@@ -654,6 +681,7 @@ class Settings:
         sample = integer(SAMPLE, 1)
         seed = integer(SEED, 0)
         repeat = integer(REPEAT, 1, MAX_REPEAT, _REPEAT_WHY)
+        adaptive = _adaptive_settings(get, integer, repeat)
         shard_raw, shard_cli = get(SHARD)
         shard = _parse_shard(shard_raw, SHARD.where(shard_cli)) if shard_raw else None
         threshold = number(THRESHOLD, "threshold")
@@ -740,6 +768,20 @@ class Settings:
                         text = MAX_DROP.where(False) + text[len(MAX_DROP.flag) :]
                     raise pytest.UsageError(text) from None
                 max_drops[metric] = tolerance
+        if adaptive is not None:
+            trials_where = TRIALS.where(get(TRIALS)[1])
+            if baseline is None:
+                raise pytest.UsageError(
+                    f"{trials_where}=adaptive needs {BASELINE.flag}=PATH, a baseline saved"
+                    f" with {REPEAT.flag}={adaptive[0]} or more (it picks the examples to"
+                    " ask again from the baseline's trials)"
+                )
+            if save_baseline is not None:
+                raise pytest.UsageError(
+                    f"{trials_where}=adaptive runs are compared with a baseline, not saved"
+                    f" as one ({SAVE_BASELINE.flag}): save the baseline with"
+                    f" {REPEAT.flag}={adaptive[0]} or more"
+                )
         same_raw, same_cli = get(REQUIRE_SAME_EXAMPLES)
         if same_raw and baseline is None:
             raise pytest.UsageError(
@@ -906,6 +948,7 @@ class Settings:
             seed=0 if seed is None else seed,
             shard=shard,
             repeat=1 if repeat is None else repeat,
+            adaptive=adaptive,
             hub=bool(get(HUB)[0]),
             skip_bad_records=bool(get(SKIP_BAD_RECORDS)[0]),
             max_line_bytes=integer(MAX_LINE_BYTES, 1),
@@ -921,6 +964,39 @@ class Settings:
         from ..datasets.selection import Selection
 
         return Selection(self.limit, self.sample, self.seed, self.shard)
+
+
+def _adaptive_settings(
+    get: Callable[[Option], tuple[Any, bool]],
+    integer: Callable[..., int | None],
+    repeat: int | None,
+) -> tuple[int, float] | None:
+    """``(max trials, budget)`` of --ctxbench-trials=adaptive, validated, or None."""
+    raw, from_cli = get(TRIALS)
+    mode = str(raw).strip().lower() if raw is not None else None
+    if mode is not None and mode != "adaptive":
+        raise pytest.UsageError(
+            f"{TRIALS.where(from_cli)} must be 'adaptive', given: {raw!r} (a fixed number"
+            f" of trials is {REPEAT.flag}=K)"
+        )
+    budget_raw, budget_cli = get(TRIAL_BUDGET)
+    max_raw, max_cli = get(MAX_TRIALS)
+    if mode is None:
+        for opt, given, cli in ((MAX_TRIALS, max_raw, max_cli), (TRIAL_BUDGET, budget_raw, budget_cli)):
+            if given is not None:
+                raise pytest.UsageError(f"{opt.where(cli)} needs {TRIALS.flag}=adaptive")
+        return None
+    if repeat is not None and repeat > 1:
+        raise pytest.UsageError(
+            f"{TRIALS.where(from_cli)}=adaptive and {REPEAT.flag}={repeat} exclude each"
+            " other: give one"
+        )
+    max_trials = integer(MAX_TRIALS, 2, MAX_REPEAT, _REPEAT_WHY)
+    k = 4 if max_trials is None else max_trials
+    budget = 1.5
+    if budget_raw is not None:
+        budget = parse_float(budget_raw, TRIAL_BUDGET.where(budget_cli), lo=1.0, hi=float(k), open_lo=True)
+    return k, budget
 
 
 def _cache_settings(

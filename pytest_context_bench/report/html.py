@@ -637,7 +637,8 @@ _SCRIPT = r"""
       const tr = fresh.insertRow();
       tr.setAttribute("data-status", x.r.status);
       const r = x.r;
-      tr.insertCell().appendChild(breakable(r.dataset + "/" + r.example_id));
+      const trial = r.metadata && r.metadata.trial ? " @" + r.metadata.trial : "";
+      tr.insertCell().appendChild(breakable(r.dataset + "/" + r.example_id + trial));
       tr.insertCell().appendChild(breakable(String(r.suite)));
       tr.insertCell().appendChild(el("span", "status-" + r.status, r.status));
       const sc = tr.insertCell(); sc.className = "num";

@@ -1,0 +1,295 @@
+"""Adaptive trials (--ctxbench-trials=adaptive, issue 27): the test's exactness and
+error control at a small scale, the options, and real runs of the plugin on a
+stochastic System over a seeded fake endpoint (the calls made, which examples were
+asked again, the verdict; in-process and under -n 2).
+
+The simulation at the issue's scale (500 runs per configuration) is
+benchmarks/adaptive_trials.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import random
+import threading
+from typing import Any
+
+import pytest
+from helpers import read_json
+
+from pytest_context_bench.adaptive import (
+    Design,
+    Example,
+    _null_tail,
+    adaptive_test,
+    coin,
+    informative,
+    reask_rate,
+)
+from pytest_context_bench.errors import ConfigError
+from pytest_context_bench.testing import FakeLLM, Reply
+
+# --- the statistics --------------------------------------------------------------
+
+
+def test_null_tail_is_the_exact_convolution() -> None:
+    tables = [(3, 1, 1), (4, 2, 2), (2, 1, 1), (5, 2, 3)]
+    # Enumerate every labelling of every table: which trials are the run's.
+    dists = []
+    for n, k, t in tables:
+        outcomes = [1] * t + [0] * (n - t)
+        counts = [sum(outcomes[i] for i in pick) for pick in itertools.combinations(range(n), k)]
+        dists.append(counts)
+    total = math.prod(len(d) for d in dists)
+    for observed in range(8):
+        hits = sum(1 for combo in itertools.product(*dists) if sum(combo) <= observed)
+        assert _null_tail(tables, observed) == pytest.approx(hits / total, abs=1e-12)
+
+
+def test_design_constants_and_refusals() -> None:
+    d = Design(4, 1.5, 8)
+    assert (d.held_out, d.stage1) == (3, 5)
+    w1, w2 = d.weights()
+    assert w1**2 + w2**2 == pytest.approx(1.0) and w1 > w2 > 0
+    with pytest.raises(ConfigError, match="at least 4 trials per example.*--ctxbench-repeat=4"):
+        Design(4, 1.5, 1)
+    with pytest.raises(ConfigError, match="budget > 1"):
+        Design(4, 1.0, 4)
+    assert informative(1, [1, 0]) and informative(0, [1, 1]) and not informative(1, [1, 1])
+    # The coin is the example's, whatever the process: a fixed value.
+    assert coin(0, "s", "qa", "q-1") == coin(0, "s", "qa", "q-1") != coin(1, "s", "qa", "q-1")
+
+
+def _simulate(seed: int, drop: float, n: int = 200, k: int = 2, r: int = 4) -> tuple[bool, float]:
+    """One run of an adaptive comparison: p ~ Beta(2, 1.2) per example, a baseline
+    of ``r`` trials, the run's trials drawn with ``p - drop``. (failed?, calls/example)"""
+    rng = random.Random(seed)
+    design = Design(k, 1.5, r)
+    ps = [rng.betavariate(2, 1.2) for _ in range(n)]
+    base = [[int(rng.random() < p) for _ in range(r)] for p in ps]
+    rho = reask_rate(design, [b[: design.stage1] for b in base], n)
+    examples, calls = [], 0
+    for i, (p, b) in enumerate(zip(ps, base)):
+        q = max(p - drop, 0.0)
+        first = int(rng.random() < q)
+        calls += 1
+        extra: tuple[int, ...] = ()
+        if informative(first, b[: design.stage1]) and coin(seed, "s", "d", str(i)) < rho:
+            extra = tuple(int(rng.random() < q) for _ in range(k - 1))
+            calls += k - 1
+        examples.append(Example(first, extra, tuple(b)))
+    result = adaptive_test(design, examples)
+    return result.p_lower <= 0.05, calls / n
+
+
+def test_false_alarms_and_power_at_a_small_scale() -> None:
+    # Seeded: 60 unchanged runs, 20 runs 15 points worse (200 examples each).
+    alarms = [_simulate(s, 0.0) for s in range(60)]
+    assert sum(a for a, _ in alarms) <= 5  # 5% of 60 is 3; P(Bin(60, .05) > 5) < 0.1
+    assert all(c <= 1.7 for _, c in alarms)
+    assert sum(c for _, c in alarms) / len(alarms) <= 1.5
+    caught = [_simulate(1000 + s, 0.15)[0] for s in range(20)]
+    assert sum(caught) >= 18
+
+
+def test_adaptive_test_reads_a_drop_and_no_change() -> None:
+    design = Design(2, 1.5, 4)
+    same = [Example(1, (), (1, 1, 1, 1))] * 50 + [Example(0, (), (0, 0, 0, 0))] * 50
+    r = adaptive_test(design, same)
+    assert r.p_lower == 1.0 and r.diff == 0.0 and r.n == 100
+    worse = [Example(0, (0,), (1, 1, 1, 1))] * 30 + [Example(1, (), (1, 1, 1, 1))] * 70
+    r = adaptive_test(design, worse)
+    assert r.p_lower < 1e-6 and r.diff < -0.2
+    assert r.p_higher == pytest.approx(1.0)
+
+
+# --- the options -----------------------------------------------------------------
+
+QA = "\n".join(
+    json.dumps({"id": f"q-{i}", "context": f"c{i}", "question": f"Question {i}?", "answer": f"answer {i}"})
+    for i in range(24)
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--ctxbench-trials=twice"], "--ctxbench-trials must be 'adaptive', given: 'twice'"),
+        (["--ctxbench-max-trials=3"], "--ctxbench-max-trials needs --ctxbench-trials=adaptive"),
+        (["--ctxbench-trials=adaptive"], "--ctxbench-trials=adaptive needs --ctxbench-baseline=PATH"),
+        (
+            ["--ctxbench-trials=adaptive", "--ctxbench-repeat=3"],
+            "--ctxbench-trials=adaptive and --ctxbench-repeat=3 exclude each other",
+        ),
+        (
+            ["--ctxbench-trials=adaptive", "--ctxbench-max-trials=1", "--ctxbench-baseline=b.json"],
+            "--ctxbench-max-trials must be an integer in [2, 1000]",
+        ),
+        (
+            ["--ctxbench-trials=adaptive", "--ctxbench-trial-budget=1", "--ctxbench-baseline=b.json"],
+            "--ctxbench-trial-budget must be a number in (1, 4]",
+        ),
+        (
+            ["--ctxbench-trials=adaptive", "--ctxbench-baseline=b.json", "--ctxbench-save-baseline=c.json"],
+            "--ctxbench-trials=adaptive runs are compared with a baseline, not saved",
+        ),
+    ],
+)
+def test_bad_options_are_one_usage_error(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    pytester.makefile(".jsonl", qa=QA)
+    result = pytester.runpytest("--ctxbench-dataset=qa.jsonl", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str(), result.stderr.str()
+
+
+# --- real runs -------------------------------------------------------------------
+
+#: A stochastic System: asks the endpoint (stdlib HTTP, so the run stays in-process).
+STOCHASTIC_PY = '''
+import json, os, urllib.request
+
+class Sampler:
+    name = "sampler"
+    def process(self, example):
+        body = json.dumps({"model": "m", "messages": [{"role": "user", "content": example["question"]}]})
+        request = urllib.request.Request(os.environ["ADAPTIVE_URL"] + "/v1/chat/completions",
+                                         data=body.encode(), headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = json.loads(response.read())["choices"][0]["message"]["content"]
+        return {**example, "response": text}
+
+sampler = Sampler()
+'''
+
+
+class Sampling(FakeLLM):
+    """Question i is answered right with probability p_i (p_i from the question's
+    hash), each answer drawn from a seeded stream of its own: the n-th time a
+    question is asked gives the same answer in every mode (the trials of one example
+    are asked one after another, in one item). ``drop`` lowers every p_i."""
+
+    def __init__(self) -> None:
+        self.drop = 0.0
+        self.seed = 0
+        self._asked: dict[str, int] = {}
+        self._lock2 = threading.Lock()
+        super().__init__(handler=self._answer)
+
+    def reset(self, *, seed: int, drop: float = 0.0) -> None:
+        with self._lock2:
+            self.seed, self.drop = seed, drop
+            self._asked.clear()
+            self.requests.clear()
+
+    @staticmethod
+    def _u(*parts: Any) -> float:
+        digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
+        return int.from_bytes(digest[:7], "big") / float(1 << 56)
+
+    def _answer(self, request: Any) -> Reply:
+        question = str(request.messages[-1]["content"])
+        i = int(question.split()[1].rstrip("?"))
+        with self._lock2:
+            n = self._asked[question] = self._asked.get(question, 0) + 1
+        p = 0.25 + 0.7 * self._u("p", i)
+        right = self._u(self.seed, question, n) < p - self.drop
+        return Reply(text=f"answer {i}" if right else "no idea")
+
+
+@pytest.fixture
+def sampling(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
+    pytester.makefile(".jsonl", qa=QA)
+    pytester.makepyfile(stochastic=STOCHASTIC_PY)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    with Sampling() as server:
+        monkeypatch.setenv("ADAPTIVE_URL", server.base_url)
+        yield server
+
+
+RUN = ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=stochastic:sampler", "-p", "no:cacheprovider"]
+ADAPTIVE = [*RUN, "--ctxbench-baseline=base.json", "--ctxbench-trials=adaptive", "--ctxbench-max-trials=2",
+            "--ctxbench-max-drop=pass_rate:0"]
+
+
+def _per_example(doc: dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
+    out: dict[str, list[tuple[int, str]]] = {}
+    for r in doc["rows"]:
+        out.setdefault(r["example_id"], []).append((r["metadata"]["trial"], r["status"]))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def test_adaptive_run_asks_again_what_the_plan_says_and_gates(
+    pytester: pytest.Pytester, sampling: Sampling
+) -> None:
+    from pytest_context_bench.baseline import load_baseline
+    from pytest_context_bench.plugin.trials import AdaptivePlan
+
+    sampling.reset(seed=1)
+    saved = pytester.runpytest(*RUN, "--ctxbench-repeat=4", "--ctxbench-save-baseline=base.json")
+    assert saved.ret == 0, saved.stdout.str()
+    assert len(sampling.requests) == 96
+    # A baseline with fewer trials than asked for: one line, before any call.
+    refused = pytester.runpytest(*RUN, "--ctxbench-baseline=base.json", "--ctxbench-trials=adaptive",
+                                 "--ctxbench-max-trials=5")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    assert (
+        "need a baseline with at least 5 trials per example (saved with --ctxbench-repeat=5 or more);"
+        " it has 4" in refused.stderr.str()
+    ), refused.stderr.str()
+    assert len(sampling.requests) == 96
+
+    # An unchanged System: one call per example, one more for the chosen ones.
+    sampling.reset(seed=2)
+    same = pytester.runpytest(*ADAPTIVE, "--ctxbench-json=same.json")
+    assert same.ret == 0, same.stdout.str()
+    doc = read_json(pytester.path / "same.json")
+    rows = _per_example(doc)
+    assert len(sampling.requests) == len(doc["rows"])  # every trial is one call, one row
+    plan = AdaptivePlan(load_baseline(pytester.path / "base.json"), 2, 1.5, 0)
+    chosen = {
+        e for e, trials in rows.items()
+        if plan.reask("sampler", "qa", e, 1 if trials[0][1] == "pass" else 0)
+    }
+    assert chosen, rows  # the endpoint is noisy: some examples disagree
+    assert {e for e, t in rows.items() if len(t) == 2} == chosen
+    assert all([n for n, _ in t] == ([1, 2] if e in chosen else [1]) for e, t in rows.items())
+    assert len(doc["rows"]) <= 1.5 * 24 + 4
+    again = [r for r in doc["rows"] if r["metadata"]["adaptive"]["reasked"]]
+    assert {r["example_id"] for r in again} == chosen
+    assert all(r["metadata"]["adaptive"]["trials"] == 2 for r in again)
+    (metric,) = [m for m in doc["baseline_comparison"]["metrics"] if m["metric"] == "pass_rate"]
+    assert metric["test"] == "adaptive-two-stage" and metric["passed"]
+    same.stdout.fnmatch_lines(
+        ["*pass_rate: now*gate max-drop 0: passed", "*sampler pass_rate passed*adaptive two-stage test*"]
+    )
+
+    # Under -n 2: the same examples are asked again, the same rows and verdict.
+    sampling.reset(seed=2)
+    xdist = pytester.runpytest(*ADAPTIVE, "-n", "2", "--ctxbench-json=xdist.json")
+    assert xdist.ret == 0, xdist.stdout.str()
+    xdoc = read_json(pytester.path / "xdist.json")
+    assert _per_example(xdoc) == rows
+    assert xdoc["baseline_comparison"]["metrics"] == doc["baseline_comparison"]["metrics"]
+
+    # A System 40 points worse fails the gate.
+    sampling.reset(seed=3, drop=0.4)
+    worse = pytester.runpytest(*ADAPTIVE, "--ctxbench-json=worse.json")
+    assert worse.ret == 1, worse.stdout.str()
+    wdoc = read_json(pytester.path / "worse.json")
+    assert len(sampling.requests) == len(wdoc["rows"]) < 2 * 24
+    (metric,) = [m for m in wdoc["baseline_comparison"]["metrics"] if m["metric"] == "pass_rate"]
+    assert not metric["passed"] and metric["change"] < -0.2
+    worse.stdout.fnmatch_lines(["*FAILED ctxbench::max_drop*sampler:pass_rate*"])
+
+
+def test_the_ini_twins(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", qa=QA)
+    pytester.makeini("[pytest]\nctxbench_trials = sometimes\n")
+    result = pytester.runpytest("--ctxbench-dataset=qa.jsonl")
+    assert "ini option 'ctxbench_trials' must be 'adaptive', given: 'sometimes'" in result.stderr.str()
+    pytester.makeini("[pytest]\nctxbench_trials = adaptive\nctxbench_trial_budget = 9\n")
+    result = pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-baseline=b.json")
+    assert "ini option 'ctxbench_trial_budget' must be a number in (1, 4]" in result.stderr.str()
