@@ -61,8 +61,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest_context_bench
 
 
-def _ask(example):
-    return {"model": "m", "messages": [{"role": "user", "content": example["question"]}]}
+def _ask(example, system):
+    # a model name per System: the Systems' servers listen on loopback ports, which
+    # the cache key leaves out, so byte-identical requests would share entries
+    return {
+        "model": f"m-{system}",
+        "messages": [{"role": "user", "content": example["question"]}],
+    }
 
 
 def _text(response):
@@ -81,7 +86,7 @@ class SyncHttpx:
         if self._client is None:
             self._client = pytest_context_bench.http_client(timeout=30)
         url = os.environ["EQ_URL_SYNC"] + "/v1/chat/completions"
-        return {**example, "response": _text(self._client.post(url, json=_ask(example)))}
+        return {**example, "response": _text(self._client.post(url, json=_ask(example, "sync")))}
 
 
 class AsyncHttpx:
@@ -91,7 +96,7 @@ class AsyncHttpx:
     async def process(self, example):
         url = os.environ["EQ_URL_ASYNC"] + "/v1/chat/completions"
         async with pytest_context_bench.async_http_client(timeout=30) as client:
-            response = await client.post(url, json=_ask(example))
+            response = await client.post(url, json=_ask(example, "async"))
         return {**example, "response": _text(response)}
 
 
@@ -107,7 +112,7 @@ class Threaded:
         if self._client is None:
             self._client = pytest_context_bench.http_client(timeout=30)
         url = os.environ["EQ_URL_THREADS"] + "/v1/chat/completions"
-        return _text(self._client.post(url, json=_ask(example)))
+        return _text(self._client.post(url, json=_ask(example, "threads")))
 
     def process(self, example):
         return {**example, "response": self._pool.submit(self._call, example).result()}
@@ -124,7 +129,7 @@ class Streamed:
         if self._client is None:
             self._client = pytest_context_bench.http_client(timeout=30)
         url = os.environ["EQ_URL_STREAM"] + "/v1/chat/completions"
-        body = {**_ask(example), "stream": True, "stream_options": {"include_usage": True}}
+        body = {**_ask(example, "stream"), "stream": True, "stream_options": {"include_usage": True}}
         pieces = []
         with self._client.stream("POST", url, json=body) as response:
             response.raise_for_status()
@@ -458,7 +463,7 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
         calls = r.get("calls", [])
         assert len(calls) == (r["status"] != "pass"), r
         for call in calls:
-            assert call["source"] == "system" and call["model"] == "m", call
+            assert call["source"] == "system" and call["model"] in ("m", f"m-{r['system']}"), call
             assert re.fullmatch(
                 r"http://127\.0\.0\.1:\d+/v1/chat/completions", call["url"]
             ), call
