@@ -268,10 +268,19 @@ def test_gate_table_at_390px_and_flipped_examples_link_to_their_rows(
             {"suite": "careful", "flipped_to_fail": ["q-3"], "flipped_to_pass": []}
         ],
     }
+    # A merged report (ctxbench merge): its header shows the merge.
+    doc["run"] = {
+        "datasets": [],
+        "merged_from": ["s1.json", "s2.json"],
+        "invocation": ["ctxbench", "merge", "s1.json", "s2.json", "--html=r.html"],
+    }
     path = tmp_path / "narrow.html"
     path.write_text(render_html(doc), encoding="utf-8")
     opened = open_report(browser, path, width=390, height=844)
     page = opened.page
+    header = page.inner_text("#run")
+    assert "merged 2 shard report(s): s1.json, s2.json" in header
+    assert "merge command ctxbench merge s1.json s2.json --html=r.html" in header
     # Each gate's value and limit are on the screen, with no sideways scroll.
     boxes = page.eval_on_selector_all(
         "#gate-table tbody td:nth-child(4), #gate-table tbody td:nth-child(5)",
@@ -327,8 +336,8 @@ def test_compare_page_opens_with_its_verdict_and_both_runs_calls(
     first = page.evaluate(
         "document.querySelector('main').firstElementChild.querySelector('.banner').textContent"
     )
-    last = out.splitlines()[-1]  # "N metric(s) significantly worse in B: ..."
-    n = int(last.split()[0])
+    last = out[out.rindex("\n\n") :].split()  # "N metric(s) significantly worse in B"
+    n = int(last[0])
     assert n >= 2 and first == f"{n} metrics significantly worse in B (confidence 95%)"
     assert "bad" in (page.get_attribute("#compare-verdict", "class") or "")
     # The verdict column, coloured like the terminal's WORSE.
