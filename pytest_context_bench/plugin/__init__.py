@@ -385,7 +385,10 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
     config._do_configure()
     try:
-        text = datasets_table(all_configs=config.option.verbose > 0)
+        text = datasets_table(
+            all_configs=config.option.verbose > 0,
+            width=config.get_terminal_writer().fullwidth,
+        )
     except CtxBenchError as exc:  # a third-party entry point that fails to load
         raise pytest.UsageError(_one_line(exc)) from None
     finally:
