@@ -89,6 +89,12 @@ def test_every_line_fits_the_terminal(
             assert shard.ret in (0, 1)
             shards.append(str(pytester.path / f"s{i}.json"))
     assert result.ret == 1
+    # The header's lines (datasets, Systems) fit too.
+    start = result.stdout.lines.index(
+        next(line for line in result.stdout.lines if line.startswith("ctxbench: "))
+    )
+    header = result.stdout.lines[start : start + 3]
+    assert _too_wide(header, columns) == [] and LONG in " ".join(header)
     lines = _ours(result.stdout.lines)
     text = "\n".join(lines)
     # What must be there is there (wrapped or not) ...

@@ -465,7 +465,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     sandbox = state.sandbox_isolation(release=xdist)
     if sandbox is not None:
         lines.append(sandbox_line(sandbox))
-    return lines
+    from ..report.terminal import wrap_line
+
+    # Lines that fit the terminal (COLUMNS), as the summary's.
+    width = config.get_terminal_writer().fullwidth
+    return [out for line in lines for out in wrap_line(line, width)]
 
 
 def sandbox_line(info: dict[str, Any]) -> str:
