@@ -31,6 +31,9 @@ from .results import ROW_FIELDS, EvalRow
 
 __all__ = ["MergedRun", "Shard", "load_shard", "merge_llm", "merge_shards"]
 
+#: Row keys present only when set (the rows' LLM call records).
+_ROW_EXTRAS = ("calls", "calls_omitted")
+
 # Options that may differ between the shards of one run.
 _PER_SHARD_OPTIONS = ("shard",)
 
@@ -233,7 +236,13 @@ def merge_shards(
                     origin=str(suite["origin"]),
                     order=tuple(int(x) for x in row["order"]),
                     status=str(row["status"]),
-                    row=EvalRow.from_dict({k: row[k] for k in ROW_FIELDS}),
+                    # The call records too (issue 24): a merged report is whole.
+                    row=EvalRow.from_dict(
+                        {
+                            **{k: row[k] for k in ROW_FIELDS},
+                            **{k: row[k] for k in _ROW_EXTRAS if k in row},
+                        }
+                    ),
                     io=(
                         {k: str(row[k]) for k in ("response", "reference") if k in row}
                         or None
