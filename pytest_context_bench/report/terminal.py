@@ -56,8 +56,9 @@ _MAX_BLOCKS = 4
 
 def wrap_line(text: str, width: int | None) -> list[str]:
     """``text`` as lines of at most ``width`` columns: broken at spaces, each
-    continuation indented two columns more than the first line; a word longer than
-    a line is cut. ``None`` (or a line that fits): ``[text]``."""
+    continuation indented two columns more than the first line. A word longer than
+    a line (a long path) is kept whole on a line of its own: cut, it could not be
+    copied. ``None`` (or a line that fits): ``[text]``."""
     if width is None or len(text) <= width:
         return [text]
     indent = text[: len(text) - len(text.lstrip(" "))]
@@ -66,22 +67,14 @@ def wrap_line(text: str, width: int | None) -> list[str]:
         indent = more = ""
     out: list[str] = []
     line: str | None = None
-    prefix = indent
     for word in text.split():
-        if line is not None and len(line) + 1 + len(word) <= width:
+        if line is None:
+            line = indent + word
+        elif len(line) + 1 + len(word) <= width:
             line += " " + word
-            continue
-        if line is not None and len(more) + len(word) > width and len(line) + 2 < width:
-            # Cut anyway: the word starts on this line rather than leaving it short.
-            prefix = line + " "
-        elif line is not None:
+        else:
             out.append(line)
-            prefix = more
-        while len(prefix) + len(word) > width:
-            cut = max(width - len(prefix), 1)
-            out.append(prefix + word[:cut])
-            word, prefix = word[cut:], more
-        line = prefix + word
+            line = more + word
     if line is not None:
         out.append(line)
     return out
