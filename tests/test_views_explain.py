@@ -311,6 +311,12 @@ def test_gate_table_at_390px_and_flipped_examples_link_to_their_rows(
     reply = page.locator(f"#more-{i} .call .msg.reply .calltext").first.inner_text()
     assert reply.startswith("</script>")
     assert "target" in (page.get_attribute(f"#ex-{i}", "class") or "")
+    # The opened row reads on the phone's screen, though its table is wider.
+    right = page.eval_on_selector(
+        f"#more-{i} .morebox", "b => b.getBoundingClientRect().right"
+    )
+    assert right <= 390
+    page.screenshot(path=str(tmp_path / "expanded-390.png"))
     opened.assert_clean()
 
 

@@ -241,6 +241,7 @@ svg{max-width:100%;height:auto;font:11px system-ui,sans-serif}
 .toggle{border:1px solid var(--line);background:#fff;border-radius:4px;padding:0 5px;margin-right:6px;cursor:pointer;font-size:12px}
 .toggle::before{content:"\\25b8"}.toggle[aria-expanded=true]::before{content:"\\25be"}
 tr.more>td{background:#fbfcfd;padding:6px 12px 12px}
+.morebox{position:sticky;left:0;max-width:calc(100vw - 48px)}
 tr.target>td{background:#fff8c5}
 tr.worse>td{background:#ffebe9}
 h4{font-size:13px;margin:10px 0 4px}
@@ -912,8 +913,12 @@ _SCRIPT = r"""
     });
   }
   // An expanded row: the evaluators' details (reason first), the error, the calls.
-  function expanded(x, cell) {
+  function expanded(x, td) {
     const r = x.r;
+    // Kept on the screen when the table is wider than it (a phone): it stays at
+    // the left of the table's scrolling box, as wide as the screen.
+    const cell = el("div", "morebox");
+    td.appendChild(cell);
     cell.appendChild(el("h4", "", "Evaluator details"));
     if (!renderDetails(r.metadata, cell)) cell.appendChild(el("p", "note", "No evaluator detail for this example."));
     if (x.err) {
