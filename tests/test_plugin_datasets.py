@@ -59,11 +59,11 @@ def test_list_datasets_fits_80_columns(
     lines = result.stdout.lines
     assert max(len(line) for line in lines) <= 80
     out = "\n".join(lines)
-    assert re.search(r"^gsm8k \(math\): hub:openai/gsm8k", out, re.M)
-    assert re.search(r"^mmlu \(multiple_choice\): ", out, re.M)
+    assert re.search(r"^gsm8k \(math\): hub:openai/gsm8k", out, re.MULTILINE)
+    assert re.search(r"^mmlu \(multiple_choice\): ", out, re.MULTILINE)
     joined = " ".join(out.split())  # the wrapped configs, every one
     assert "all*, abstract_algebra, anatomy," in joined and "world_religions" in joined
-    assert re.search(r"^\d+ datasets\.", out, re.M)
+    assert re.search(r"^\d+ datasets\.", out, re.MULTILINE)
 
 
 def test_unknown_named_dataset_suggests(project: pytest.Pytester) -> None:
