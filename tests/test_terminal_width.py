@@ -39,13 +39,13 @@ def _too_wide(lines: list[str], columns: int) -> list[str]:
     return [line for line in lines if len(line) > columns]
 
 
-@pytest.mark.parametrize("columns", [80, 200])
 def test_every_line_fits_the_terminal(
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-    columns: int,
 ) -> None:
+    """At 80 and at 200 columns (the runs that only make the JSON reports are
+    made once)."""
     pytester.makefile(".jsonl", qa=qa_lines(12))
     wrong: set[int] = set()
 
@@ -57,7 +57,7 @@ def test_every_line_fits_the_terminal(
             usage={"prompt_tokens": 100, "completion_tokens": 10},
         )
 
-    monkeypatch.setenv("COLUMNS", str(columns))
+    results = {}
     with FakeLLM(handler=answer) as llm:
         common = [
             "--ctxbench-dataset=qa.jsonl",
@@ -72,15 +72,17 @@ def test_every_line_fits_the_terminal(
         )
         assert base.ret == 0
         wrong.update({1, 3, 5, 7, 9, 11})
-        result = pytester.runpytest(
-            *common,
-            "--ctxbench-min-pass-rate=0.8",
-            "--ctxbench-max-cost-usd=0.000001",
-            "--ctxbench-baseline=base.json",
-            "--ctxbench-max-drop=pass_rate:0.02",
-            "--ctxbench-max-drop=mean_score:0.9",
-            "--ctxbench-json=b.json",
-        )
+        for columns in (80, 200):
+            monkeypatch.setenv("COLUMNS", str(columns))
+            results[columns] = pytester.runpytest(
+                *common,
+                "--ctxbench-min-pass-rate=0.8",
+                "--ctxbench-max-cost-usd=0.000001",
+                "--ctxbench-baseline=base.json",
+                "--ctxbench-max-drop=pass_rate:0.02",
+                "--ctxbench-max-drop=mean_score:0.9",
+                "--ctxbench-json=b.json",
+            )
         shards = []
         for i in (1, 2):
             shard = pytester.runpytest(
@@ -88,6 +90,18 @@ def test_every_line_fits_the_terminal(
             )
             assert shard.ret in (0, 1)
             shards.append(str(pytester.path / f"s{i}.json"))
+    for columns, result in results.items():
+        monkeypatch.setenv("COLUMNS", str(columns))
+        _check(result, shards, str(pytester.path), columns, capsys)
+
+
+def _check(
+    result: pytest.RunResult,
+    shards: list[str],
+    where: str,
+    columns: int,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert result.ret == 1
     # The header's lines (datasets, Systems) fit too.
     start = result.stdout.lines.index(
@@ -128,7 +142,7 @@ def test_every_line_fits_the_terminal(
     assert any(line.startswith(f"  PASS {LONG}") for line in out)
 
     # ctxbench compare A B: its verdict column labelled, its lists wrapped.
-    a, b = str(pytester.path / "a.json"), str(pytester.path / "b.json")
+    a, b = f"{where}/a.json", f"{where}/b.json"
     assert main(["compare", a, b]) == 1
     out = capsys.readouterr().out.splitlines()
     assert _too_wide(out, columns) == []
