@@ -517,12 +517,16 @@ class Comparison:
                     f"  {m.metric}: now {_fmt(m.now)}, then {_fmt(m.then)}, change {_signed(r.diff)}"
                     f" [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]"
                 )
+                # Each number once: the interval is on the line, the test's
+                # evidence without it (the verdict's full sentence is in the JSON
+                # report and in the ctxbench::max_drop test's failure text).
                 if m.verdict is None:
-                    line += f"; {describe_test(r)}"
-                    out.append(line)
+                    out.append(f"{line}; {describe_test(r, interval=False)}")
                 else:
-                    out.append(line + f"; gate max-drop {m.tolerance}: {'FAILED' if m.failed else 'passed'}")
-                    out.append(f"    {m.verdict.reason}")
+                    verdict = "FAILED" if m.failed else "passed"
+                    out.append(
+                        f"{line}; gate max-drop {m.tolerance}: {verdict}, {self._why(m)}"
+                    )
             for label, ids in (
                 ("flipped pass → fail", s.flipped_to_fail),
                 ("flipped fail → pass", s.flipped_to_pass),
@@ -539,9 +543,34 @@ class Comparison:
         out.append(f"baseline gates: {n} failed" if n else "baseline gates: passed")
         return out
 
+    def _why(self, m: MetricComparison) -> str:
+        return _short_why(m, self.confidence)
+
 
 def _fmt(x: float) -> str:
     return format_number(x)
+
+
+def _short_why(m: MetricComparison, confidence: float) -> str:
+    """Why a max-drop gate decided so, in a few words (its numbers are on the line)."""
+    v, r = m.verdict, m.result
+    assert v is not None
+    evidence = describe_test(r, interval=False)
+    if r.n == 0 or math.isnan(r.diff):
+        return "no paired example to compare"
+    if v.failed:
+        return (
+            f"significantly worse ({evidence}; one-sided {confidence * 100:g}% bound"
+            f" on the drop {_fmt(v.bound)} > {_fmt(v.tolerance)})"
+        )
+    if not v.drop > v.tolerance:
+        return "not worse" if v.drop <= 0 else f"within the tolerance {_fmt(v.tolerance)}"
+    if not r.p_worse(DROP_METRICS[m.metric]) <= 1 - confidence:
+        return f"not significant ({evidence})"
+    return (
+        f"significant ({evidence}) but not beyond the tolerance: bound"
+        f" {_fmt(v.bound)} <= {_fmt(v.tolerance)}"
+    )
 
 
 def _signed(x: float) -> str:

@@ -31,6 +31,8 @@ from .results import ROW_FIELDS, ROW_OPTIONAL, EvalRow
 
 __all__ = ["MergedRun", "Shard", "load_shard", "merge_llm", "merge_shards"]
 
+#: Row keys present only when set (the rows' LLM call records).
+
 # Options that may differ between the shards of one run.
 _PER_SHARD_OPTIONS = ("shard",)
 

@@ -489,13 +489,16 @@ _TEST_NAMES: dict[str, str] = {
 }
 
 
-def describe_test(result: PairedResult) -> str:
+def describe_test(result: PairedResult, *, interval: bool = True) -> str:
     """``"exact McNemar test p = 0.003 (20 pass→fail, 2 fail→pass), 95% interval of
-    the change [-0.07, -0.02]"``: the evidence part of a verdict's reason."""
+    the change [-0.07, -0.02]"``: the evidence part of a verdict's reason (without
+    the interval when ``interval`` is false: a line that shows it already)."""
     name = _TEST_NAMES.get(result.test, result.test)
     text = f"{name} p = {_p(result.p_value)}"
     if result.discordant is not None:
         text += f" ({result.discordant[0]} pass→fail, {result.discordant[1]} fail→pass)"
+    if not interval:
+        return text
     pct = f"{result.confidence * 100:g}%"
     return text + f", {pct} interval of the change [{format_number(result.ci_low)}, {format_number(result.ci_high)}]"
 

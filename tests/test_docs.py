@@ -84,12 +84,32 @@ _FILE = re.compile(
 _SANDBOX = re.compile(r"^ctxbench: code sandbox: .*")
 
 
+def _unwrap(lines: list[str], width: int = 80) -> list[str]:
+    """The lines ctxbench wrapped to the terminal (``report.terminal.wrap_line``)
+    joined again: where a line breaks depends on the paths in it, which differ
+    from machine to machine. A continuation is indented two columns more than its
+    first line, and its first word did not fit on the line before."""
+    out: list[tuple[str, str]] = []  # (the joined line, its last physical line)
+    for line in lines:
+        words = line.split()
+        if out and words:
+            joined, last = out[-1]
+            first = len(joined) - len(joined.lstrip(" "))
+            indent = len(line) - len(line.lstrip(" "))
+            if indent == first + 2 and len(last) + 1 + len(words[0]) > width:
+                out[-1] = (joined + " " + " ".join(words), line)
+                continue
+        out.append((line, line))
+    return [joined for joined, _ in out]
+
+
 def normalise(output: str) -> list[str]:
     """Text without what changes from run to run or machine to machine: pytest's
     header lines (paths, versions), directories, commits, durations, column widths
-    and rules, and the progress lines (their order varies under xdist)."""
+    and rules, the progress lines (their order varies under xdist), and where the
+    long lines were wrapped."""
     lines = []
-    for line in output.strip().splitlines():
+    for line in _unwrap(output.strip().splitlines()):
         if line.startswith(_HEADER) or _PROGRESS.match(line.strip()):
             continue
         # The sandbox's isolation level depends on the machine (docs/guarantees.md).

@@ -518,6 +518,13 @@ def test_merge_writes_the_views_of_one_run(
     assert summary.read_text() == "earlier step\n" + md.read_text() + "\n"
     page = html.read_text()
     assert page.startswith("<!DOCTYPE html>") and "min_pass_rate" in page
+    # Its header shows the merge (the command and the shards), not shard 1's run.
+    marker = '<script type="application/json" id="ctxbench-data">'
+    start = page.index(marker) + len(marker)
+    shown = json.loads(page[start : page.index("</script>", start)])["doc"]["run"]
+    assert shown["invocation"] == ["ctxbench", *args, "--markdown", str(md), *gates]
+    assert shown["merged_from"] == shards
+    assert read_json(out)["run"]["invocation"] == shown["invocation"]
     # The step summary can be turned off, as in a pytest run.
     summary.write_text("")
     main([*args, "--ctxbench-no-step-summary", *gates])
@@ -617,6 +624,15 @@ def test_merge_applies_the_money_gates(tmp_path: Path) -> None:
         assert merged["summary"]["local"][key] == pytest.approx(
             full["summary"]["local"][key]
         )
+    # The run's LLM block (cache, calls, tokens, money) is the unsharded run's.
+    # (money summed per shard: equal up to the order of the float additions)
+    m_money, f_money = merged["llm"].pop("money"), full["llm"].pop("money")
+    assert merged["llm"] == full["llm"] and merged["llm"]["calls_sent"] == 12
+    assert m_money.keys() == f_money.keys()
+    for key, value in f_money.items():
+        want = pytest.approx(value) if isinstance(value, float) else value
+        assert m_money[key] == want, key
+    assert m_money["total_cost_usd"] == pytest.approx(money)
     assert main(["merge", *shards, f"--ctxbench-max-cost-usd={money / 2}"]) == 1
     assert main(["merge", *shards, "--ctxbench-max-cost-of-pass-usd=-1"]) == 4
 

@@ -31,7 +31,8 @@ def qa20(project: pytest.Pytester) -> list[str]:
     return [f"q-{i}" for i in range(20)]
 
 
-def test_list_datasets(pytester: pytest.Pytester) -> None:
+def test_list_datasets(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # wide enough for the whole table
     result = pytester.runpytest("--ctxbench-list-datasets")
     assert result.ret == 0
     out = result.stdout.str()
@@ -46,6 +47,24 @@ def test_list_datasets(pytester: pytest.Pytester) -> None:
     assert "collected" not in out  # exits before collecting anything
     verbose = pytester.runpytest("--ctxbench-list-datasets", "-v").stdout.str()
     assert "world_religions" in verbose
+
+
+def test_list_datasets_fits_80_columns(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Narrower than the table: each dataset in a few lines, none wider than the
+    terminal, nothing left out."""
+    monkeypatch.setenv("COLUMNS", "80")
+    result = pytester.runpytest("--ctxbench-list-datasets", "-v")
+    assert result.ret == 0
+    lines = result.stdout.lines
+    assert max(len(line) for line in lines) <= 80
+    out = "\n".join(lines)
+    assert re.search(r"^gsm8k \(math\): hub:openai/gsm8k", out, re.MULTILINE)
+    assert re.search(r"^mmlu \(multiple_choice\): ", out, re.MULTILINE)
+    joined = " ".join(out.split())  # the wrapped configs, every one
+    assert "all*, abstract_algebra, anatomy," in joined and "world_religions" in joined
+    assert re.search(r"^\d+ datasets\.", out, re.MULTILINE)
 
 
 def test_unknown_named_dataset_suggests(project: pytest.Pytester) -> None:

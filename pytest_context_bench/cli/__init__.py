@@ -60,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on bad usage; we say 4, like pytest
         code = exc.code if isinstance(exc.code, int) else USAGE_ERROR
         return USAGE_ERROR if code == 2 else code
+    # What the command was given: ``ctxbench merge`` names itself in its report.
+    args._argv = list(sys.argv[2:] if argv is None else argv[1:])
     status: int = args._run(args)
     return status
 

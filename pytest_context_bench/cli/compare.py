@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import sys
 from pathlib import Path
-
-from tabulate import tabulate
 
 from .._files import atomic_write_text
 from .._text import inert
@@ -59,21 +58,26 @@ def _signed(x: float) -> str:
     return format_number(x) if math.isnan(x) or x <= 0 else "+" + format_number(x)
 
 
-def _flag(metric: dict[str, object]) -> str:
-    if not metric["worse"]:
-        return ""
-    return "slower" if metric["metric"] == "latency_mean" else "WORSE"
+def _width() -> int:
+    """The terminal's width (``COLUMNS`` first, as pytest's)."""
+    return shutil.get_terminal_size().columns
 
 
 def _show(*parts: object) -> None:
     """Print, every control and direction character of the data shown as an escape
-    (suite names and example ids come from the reports)."""
-    print(*(inert(str(p)) for p in parts))
+    (suite names and example ids come from the reports), wrapped to the terminal."""
+    from ..report.terminal import wrap_line
+
+    text = " ".join(inert(str(p)) for p in parts)
+    for line in wrap_line(text, _width()):
+        print(line)
 
 
 def run(args: argparse.Namespace) -> int:
     from ..report import load_report
     from ..report.compare import compare_reports
+    from ..report.compare import flag as verdict_of
+    from ..report.terminal import fit_table
 
     if not 0 < args.confidence < 1:
         return _fail(
@@ -133,19 +137,14 @@ def run(args: argparse.Namespace) -> int:
                 _signed(m["change"]),
                 f"[{format_number(m['ci_low'])}, {format_number(m['ci_high'])}]",
                 format_number(m["p_value"]),
-                _flag(m),
+                verdict_of(m),
             ]
             for m in result.metrics
             if m["suite"] == s["suite"]
         ]
-        print(  # metric names and numbers: no data
-            tabulate(
-                rows,
-                headers=["metric", "A", "B", "change", "95% CI", "p (B worse)", ""],
-                tablefmt="simple",
-                disable_numparse=True,
-            )
-        )
+        headers = ["metric", "A", "B", "change", "95% CI", "p (B worse)", "verdict"]
+        for text in fit_table(headers, rows, _width()):  # names and numbers: no data
+            print(text)
         for key, what in (
             ("flipped_to_fail", "pass → fail"),
             ("flipped_to_pass", "fail → pass"),
@@ -154,17 +153,18 @@ def run(args: argparse.Namespace) -> int:
                 shown = " ".join(s[key][:20]) + (
                     f" ... and {len(s[key]) - 20} more" if len(s[key]) > 20 else ""
                 )
-                _show(f"flipped {what} ({len(s[key])}): {shown}")
+                _show(f"  flipped {what} ({len(s[key])}): {shown}")
     try:
         for path, text in outputs:
             atomic_write_text(path, text)
-            print(f"written: {path}")
+            _show(f"written: {path}")
     except OSError as exc:
         return _fail(f"could not write {exc.filename or path}: {exc.strerror or exc}")
     worse = result.worse
     if worse:
-        print(
-            f"\n{len(worse)} metric(s) significantly worse in B: "
+        print()
+        _show(
+            f"{len(worse)} metric(s) significantly worse in B: "
             + ", ".join(f"{m['suite']} {m['metric']}" for m in worse)
         )
         return 1

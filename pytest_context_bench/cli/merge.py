@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -164,6 +165,15 @@ def _check_outputs(args: argparse.Namespace) -> None:
             raise _Usage(f"{flag}={out}: {existing} is not a directory")
 
 
+def _argv(args: argparse.Namespace) -> list[str]:
+    """The arguments ``ctxbench merge`` was given (set by :func:`..main`), else
+    the ones it understood."""
+    given = getattr(args, "_argv", None)
+    if given is not None:
+        return [str(a) for a in given]
+    return [str(p) for p in args.shards]
+
+
 def _html(doc: dict[str, Any]) -> str:
     from ..report.html import render_html
 
@@ -209,6 +219,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..baseline import load_baseline, parse_tolerance, write_baseline
     from ..merge import load_shard, merge_llm, merge_shards
     from ..results import json_safe
+    from ..urls import redact
     from ..report import render_lines, to_json_dict, write_json
     from ..verdict import comparison_doc, comparison_lines, judge
 
@@ -236,8 +247,11 @@ def _run(args: argparse.Namespace) -> int:
         fingerprints=merged.fingerprints or None,
     )
     enforced = not args.no_gate
+    run_info = dict(merged.run)
+    # The header of every view names the merge, not shard 1's command line.
+    run_info["invocation"] = ["ctxbench", "merge", *map(redact, _argv(args))]
     doc = to_json_dict(
-        report, run=merged.run, gates_enforced=enforced, version=merged.version
+        report, run=run_info, gates_enforced=enforced, version=merged.version
     )
     llm = merge_llm(shards)
     if llm is not None:
@@ -245,7 +259,10 @@ def _run(args: argparse.Namespace) -> int:
     comparison = comparison_doc(verdict)
     if comparison is not None:
         doc["baseline_comparison"] = comparison
-    lines = [text for text, _ in render_lines(report, gate_enforced=enforced)]
+    width = shutil.get_terminal_size().columns  # COLUMNS first, as pytest's
+    lines = [
+        text for text, _ in render_lines(report, gate_enforced=enforced, width=width)
+    ]
     lines += [text for text, _ in comparison_lines(verdict, enforced)]
     for label, c in report.completeness.get("suites", {}).items():
         if c["received"] < c["expected"]:
@@ -304,7 +321,9 @@ def _run(args: argparse.Namespace) -> int:
         f" {__version__}): {'gates failed' if status else 'ok'}"
     )
     from .._text import inert
+    from ..report.terminal import wrap_line
 
-    # Suite names, ids and messages come from the shards: shown, never acted on.
-    print("\n".join(inert(line) for line in lines))
+    # Suite names, ids and messages come from the shards: shown, never acted on;
+    # every line fits the terminal.
+    print("\n".join(out for line in lines for out in wrap_line(inert(line), width)))
     return status

@@ -26,11 +26,16 @@ def configs_cell(entry: RegisteredDataset, shown: int = _SHOWN_CONFIGS) -> str:
     return ", ".join(cells) + (f" +{more} more" if more > 0 else "")
 
 
-def datasets_table(*, all_configs: bool = False) -> str:
+def datasets_table(*, all_configs: bool = False, width: int | None = None) -> str:
     """Every registered dataset: name, family, source, configs, description.
 
     :param all_configs: list every config instead of the first few.
+    :param width: the terminal's width: when the table is wider, each dataset is
+        a few lines instead (name, family and source; its configs; its
+        description), every line at most ``width`` columns. ``None``: the table.
     """
+    from ..report.terminal import wrap_line
+
     rows = []
     for name in available():
         entry = lookup(name)
@@ -40,8 +45,17 @@ def datasets_table(*, all_configs: bool = False) -> str:
                      entry.description))
     table = tabulate(rows, headers=("name", "family", "source", "configs (*default)",
                                     "description"), tablefmt="simple")
-    return (
-        f"{table}\n\n{len(rows)} datasets. Run one with --ctxbench-dataset=NAME or "
+    footer = (
+        f"{len(rows)} datasets. Run one with --ctxbench-dataset=NAME or "
         "NAME:CONFIG; their files are looked for in --ctxbench-data-dir, then the "
         "download cache; --ctxbench-hub allows downloading (docs/datasets.md)."
     )
+    lines = table.splitlines()
+    if width is not None and max(len(line) for line in lines) > width:
+        lines = []
+        for name, family, source, configs, description in rows:
+            lines += wrap_line(f"{name} ({family}): {source}", width)
+            if configs != "-":
+                lines += wrap_line(f"  configs (*default): {configs}", width)
+            lines += wrap_line(f"  {description}", width)
+    return "\n".join([*lines, "", *wrap_line(footer, width)])

@@ -405,7 +405,10 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
     config._do_configure()
     try:
-        text = datasets_table(all_configs=config.option.verbose > 0)
+        text = datasets_table(
+            all_configs=config.option.verbose > 0,
+            width=config.get_terminal_writer().fullwidth,
+        )
     except CtxBenchError as exc:  # a third-party entry point that fails to load
         raise pytest.UsageError(_one_line(exc)) from None
     finally:
@@ -483,7 +486,11 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     sandbox = state.sandbox_isolation(release=xdist)
     if sandbox is not None:
         lines.append(sandbox_line(sandbox))
-    return lines
+    from ..report.terminal import wrap_line
+
+    # Lines that fit the terminal (COLUMNS), as the summary's.
+    width = config.get_terminal_writer().fullwidth
+    return [out for line in lines for out in wrap_line(line, width)]
 
 
 def sandbox_line(info: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
+from ..report.terminal import wrap_line
 from ..report.run import Record, SuiteInfo
 from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_verdicts
 from .._files import atomic_write_text
@@ -708,7 +709,10 @@ class _InertWriter:
         self.config = tr.config
 
     def write_line(self, text: str, **markup: bool) -> None:
-        self._tr.write_line(inert(str(text)), **markup)
+        # Every line fits the terminal (COLUMNS): a long one is wrapped at spaces.
+        width = self.config.get_terminal_writer().fullwidth
+        for line in wrap_line(inert(str(text)), width):
+            self._tr.write_line(line, **markup)
 
     def write_sep(self, sep: str, title: str | None = None, **markup: bool) -> None:
         self._tr.write_sep(sep, inert(title) if title else title, **markup)
@@ -749,7 +753,10 @@ def log_verdicts(
             if when == "call" and not v.passed:
                 message = inert(v.message)
                 if enforced:
-                    outcome, longrepr = "failed", f"gate breached: {message}"
+                    # Lines that fit the terminal (pytest prints the text as is).
+                    width = config.get_terminal_writer().fullwidth
+                    outcome = "failed"
+                    longrepr = "\n".join(wrap_line(f"gate breached: {message}", width))
                 else:
                     outcome = "skipped"
                     longrepr = (

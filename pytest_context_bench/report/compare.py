@@ -19,11 +19,20 @@ from ..errors import ConfigError
 from ..results import EvalRow, from_json_safe
 from .run import Record, RunReport
 
-__all__ = ["METRICS", "ReportComparison", "compare_reports"]
+__all__ = ["METRICS", "ReportComparison", "compare_reports", "flag"]
 
 #: What ``ctxbench compare`` compares, in order (``cost_of_pass_usd`` when both
 #: runs priced their LLM calls).
 METRICS = ("pass_rate", "mean_score", "cost_of_pass", "latency_mean", "cost_of_pass_usd")
+
+
+def flag(metric: dict[str, Any]) -> str:
+    """The verdict of one metric, as the terminal, the Markdown and the page show
+    it: ``WORSE`` (significantly worse in B), ``slower`` (latency: shown, does not
+    decide) or ``""``."""
+    if not metric["worse"]:
+        return ""
+    return "slower" if metric["metric"] == "latency_mean" else "WORSE"
 
 
 @dataclass
@@ -54,6 +63,12 @@ class ReportComparison:
         ``slower``) but does not decide."""
         return [m for m in self.metrics if m["worse"] and m["metric"] != "latency_mean"]
 
+    def verdict_line(self) -> str:
+        """``3 metrics significantly worse in B`` (or none), with the confidence."""
+        n = len(self.worse)
+        what = f"{n} metric{'s' if n != 1 else ''}" if n else "No metric"
+        return f"{what} significantly worse in B (confidence {self.confidence * 100:g}%)"
+
     def diff(self) -> dict[str, Any]:
         """The comparison section of the HTML view (:func:`~.html.render_html`)."""
         notes = []
@@ -63,8 +78,9 @@ class ReportComparison:
             "base": self.a,
             "base_label": "A",
             "head_label": "B",
-            "metrics": self.metrics,
+            "metrics": [{**m, "flag": flag(m)} for m in self.metrics],
             "flipped": self.flipped,
+            "verdict": {"text": self.verdict_line(), "worse": bool(self.worse)},
             "notes": [f"A = {self.a}; B = {self.b}; the page below shows B."] + notes,
         }
 
@@ -236,9 +252,32 @@ def compare_reports(
                         "reference": (either.io or {}).get("reference", "")
                         if either
                         else "",
+                        # B's row in the page (it shows B), expanded by a link.
+                        "row_index": rb.order[0] if rb else None,
+                        **_explained("before", a, ra),
+                        **_explained("after", b, rb),
                     }
                 )
     return out
+
+
+#: Metadata dicts that are not an evaluator's details.
+_NOT_DETAILS = ("llm_usage", "judge_usage", "trials")
+
+
+def _explained(side: str, doc: dict[str, Any], rec: Record | None) -> dict[str, Any]:
+    """A flipped example's call records and evaluator details on one side (the
+    rows' own, when the report kept them)."""
+    raw = doc["rows"][rec.order[0]] if rec is not None else {}
+    return {
+        f"calls_{side}": list(raw.get("calls") or []),
+        f"calls_omitted_{side}": int(raw.get("calls_omitted") or 0),
+        f"details_{side}": {
+            k: v
+            for k, v in (raw.get("metadata") or {}).items()
+            if isinstance(v, dict) and k not in _NOT_DETAILS
+        },
+    }
 
 
 def _score(rec: Record | None) -> float | None:

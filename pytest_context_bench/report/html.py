@@ -16,11 +16,17 @@ What the page promises:
   :data:`PAGE_SIZE` rows at a time from the embedded JSON; sorting, the status
   filter and the search work on the whole set. The footer states the file's size.
 
-Layout: run information; the gates and their verdicts first; the summary table; a
-Pareto plot of quality (mean score) against cost (tokens per pass) per suite; mean
-score per dataset; the latency distribution per suite; with a comparison, the
-flipped examples with both responses side by side; then the per-example table (id,
-suite, status, score, response next to reference, evaluator details, error).
+Layout: run information; the gates and their verdicts first (a breached gate links
+to its suite's failing examples); the summary table (``cost $`` and ``$ per pass``
+when prices were given); with a comparison, the metrics with a verdict column and
+the flipped examples with both responses side by side (``ctxbench compare``: both
+runs' call records too, and the page opens with the comparison's verdict); a Pareto
+plot of quality (mean score) against cost (tokens per pass) per suite; mean score
+per dataset; the latency distribution per suite; then the per-example table (id,
+suite, status, score, response next to reference, evaluator details, error), where
+each row expands to its evaluators' details (reason first) and its LLM call records
+(messages by role, reply, model and parameters, usage, latency, cache, attempts).
+A link to ``#ex-N`` opens row ``N`` of ``doc["rows"]`` expanded, on its page.
 
 Pure: reads the document :func:`~pytest_context_bench.report.to_json_dict` returns.
 """
@@ -34,6 +40,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..results import json_safe
+from .terminal import COLUMNS
 
 __all__ = ["PAGE_SIZE", "baseline_diff", "embed_json", "render_html"]
 
@@ -65,16 +72,28 @@ def render_html(
     :param doc: the JSON report document (strict JSON: non-finite numbers as strings).
     :param diff: optional comparison with another run, shown before the examples:
         ``{"base": label, "head": label, "metrics": [{suite, metric, then, now,
-        change, ci_low, ci_high, p_value, ...}], "flipped": [{suite, dataset,
-        example_id, before, after, score_before, score_after, response_before,
-        response_after, reference}], "notes": [str]}``.
+        change, ci_low, ci_high, p_value, flag ("WORSE", "slower" or ""), ...}],
+        "flipped": [{suite, dataset, example_id, before, after, score_before,
+        score_after, response_before, response_after, reference, row_index (of
+        ``doc["rows"]``), calls_before, calls_after, details_before,
+        details_after}], "notes": [str], "verdict": {"text": str, "worse": bool}}``;
+        with a ``verdict`` (``ctxbench compare``) the page opens with it.
     :param title: the page title (escaped).
     """
     if diff is None:
         diff = baseline_diff(doc)
     # Non-finite numbers as the JSON report writes them ("inf"): cost_of_pass of a
     # suite with no passing example is infinite in a diff computed here.
-    data = embed_json(json_safe({"doc": doc, "diff": diff, "page_size": PAGE_SIZE}))
+    data = embed_json(
+        json_safe(
+            {
+                "doc": doc,
+                "diff": diff,
+                "page_size": PAGE_SIZE,
+                "columns": [list(c) for c in COLUMNS],
+            }
+        )
+    )
     digest = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode(
         "ascii"
     )
@@ -127,7 +146,9 @@ def baseline_diff(doc: Mapping[str, Any]) -> dict[str, Any] | None:
     if not comparison:
         return None
     by_key: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for row in doc.get("rows", []):
+    index: dict[int, int] = {}  # id(row) -> its place in doc["rows"]
+    for i, row in enumerate(doc.get("rows", [])):
+        index[id(row)] = i
         suite, ds, ex = (
             str(row.get("suite")),
             str(row.get("dataset")),
@@ -157,6 +178,8 @@ def baseline_diff(doc: Mapping[str, Any]) -> dict[str, Any] | None:
                         "response_before": None,
                         "response_after": row.get("response"),
                         "reference": row.get("reference", ""),
+                        # The row below, expanded: this run's calls and details.
+                        "row_index": index.get(id(row)),
                     }
                 )
     return {
@@ -198,6 +221,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 .ci{color:var(--mut);font-size:12px}
 .ok{color:var(--ok);font-weight:600}.bad{color:var(--bad);font-weight:600}.warn{color:var(--warn);font-weight:600}
 .banner{padding:8px 12px;border-radius:6px;margin-bottom:8px;font-weight:600}
+#compare-verdict{margin-top:16px;font-size:16px}
 .banner.ok{background:#dafbe1}.banner.bad{background:#ffebe9}.banner.none{background:var(--bg);color:var(--mut)}
 .note{color:var(--mut);font-size:13px}
 #plots{display:flex;flex-wrap:wrap;gap:8px 32px}
@@ -212,10 +236,33 @@ svg{max-width:100%;height:auto;font:11px system-ui,sans-serif}
 .ctl{background:#fff8c5;color:var(--bad);font-family:ui-monospace,monospace;font-size:11px}
 .status-pass{color:var(--ok)}.status-below{color:var(--warn)}.status-error{color:var(--bad)}.status-unscored{color:var(--mut)}
 #examples td:first-child{min-width:13em}
-#datasets td:first-child{max-width:14em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}
+#datasets td:first-child{overflow-wrap:anywhere}
 .side{display:grid;grid-template-columns:1fr 1fr;gap:8px}
+.toggle{border:1px solid var(--line);background:#fff;border-radius:4px;padding:0 5px;margin-right:6px;cursor:pointer;font-size:12px}
+.toggle::before{content:"\\25b8"}.toggle[aria-expanded=true]::before{content:"\\25be"}
+tr.more>td{background:#fbfcfd;padding:6px 12px 12px}
+.morebox{position:sticky;left:0;max-width:calc(100vw - 48px)}
+tr.target>td{background:#fff8c5}
+tr.worse>td{background:#ffebe9}
+h4{font-size:13px;margin:10px 0 4px}
+.calltext{white-space:pre-wrap;overflow-wrap:anywhere;font-family:ui-monospace,monospace;font-size:12px;min-width:0}
+.evaluator,.call{border-left:3px solid var(--line);padding:2px 0 2px 8px;margin:4px 0 8px;min-width:0}
+.evaluator .label,.callhead{font-weight:600;overflow-wrap:anywhere}
+.reason{font-weight:600;color:var(--warn)}
+.kv .key{color:var(--mut)}
+.msg{display:grid;grid-template-columns:5.5em minmax(0,1fr);gap:6px;margin:3px 0}
+.msg .role{color:var(--mut);font-size:12px;text-align:right}
+.msg.reply .role{color:#0969da;font-weight:600}
+.side-col{min-width:0}
+#scope{color:var(--mut)}
+a.failing{font-size:12px;font-weight:400}
 footer{color:var(--mut);font-size:12px;border-top:1px solid var(--line);margin-top:24px;padding-top:8px;padding-bottom:16px}
-@media (max-width:700px){header,main,footer{padding:0 10px}.side{grid-template-columns:1fr}.text{min-width:10em;max-width:22em}}
+@media (max-width:700px){header,main,footer{padding:0 10px}.side{grid-template-columns:1fr}.text{min-width:10em;max-width:22em}
+#gate-table thead{display:none}
+#gate-table table,#gate-table tbody,#gate-table tr{display:block}
+#gate-table tr{border-bottom:1px solid var(--line);padding:4px 0}
+#gate-table td{display:block;border:0;padding:1px 4px;text-align:left;white-space:normal}
+#gate-table td:nth-child(n+3)::before{content:attr(data-label) ": ";color:var(--mut)}}
 """
 
 # The page's only script. It reads the embedded JSON and builds the page with DOM
@@ -247,6 +294,8 @@ _SCRIPT = r"""
     if (kind === "int") return v.toFixed(0);
     if (kind === "tokens") return v.toLocaleString("en-US", {minimumFractionDigits: 1, maximumFractionDigits: 1});
     if (kind === "seconds") return v >= 0.001 ? v.toFixed(3) + "s" : (v * 1e6).toFixed(0) + "\u00b5s";
+    // As the terminal: cents above a dollar, fractions of a cent below.
+    if (kind === "usd") return v >= 1 ? v.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) : v.toFixed(6);
     return v.toFixed(4);
   }
   // Text with its control and direction characters made visible: it cannot
@@ -296,11 +345,94 @@ _SCRIPT = r"""
       const tr = body.insertRow();
       r.forEach(function (c, i) {
         const td = tr.insertCell();
+        td.setAttribute("data-label", headers[i]);
         if (numeric && numeric[i]) td.className = "num";
         if (c instanceof Node) td.appendChild(c); else textNode(td, c);
       });
     });
     return t;
+  }
+
+  // ---- what explains a row: its evaluators' details and its LLM call records
+  const CAP = 4000;  // characters of one value shown; the JSON report has it whole
+  function capped(text) {
+    const t = String(text);
+    return t.length > CAP ? t.slice(0, CAP) + "\u2026 [" + (t.length - CAP).toLocaleString("en-US") + " more characters in the JSON report]" : t;
+  }
+  function plain(v) {
+    if (v === null || v === undefined) return "";
+    if (Array.isArray(v)) return v.map(function (x) { return typeof x === "object" && x !== null ? JSON.stringify(x) : String(x); }).join(", ");
+    if (typeof v === "object") return Object.keys(v).map(function (k) { return k + ": " + plain(v[k]); }).join("; ");
+    return String(v);
+  }
+  // Metadata dicts that are not an evaluator's details: the rows' measured usage.
+  const USAGE = {llm_usage: "the System's LLM usage", judge_usage: "the judges' LLM usage", trials: "trials"};
+  function evaluatorDetails(meta) {  // [[name, {reason, message, ...}]]: dict-valued metadata
+    return Object.keys(meta || {}).filter(function (k) {
+      const v = meta[k];
+      if (k in USAGE) return false;
+      return v && typeof v === "object" && !Array.isArray(v);
+    }).map(function (k) { return [k, meta[k]]; });
+  }
+  function renderDetails(meta, into) {
+    const found = evaluatorDetails(meta);
+    found.forEach(function (pair) {
+      const box = el("div", "evaluator");
+      box.appendChild(el("div", "label", pair[0]));
+      const d = pair[1];
+      // The reason first, then the message, then the rest as "key: value".
+      if (d.reason !== undefined) box.appendChild(el("div", "reason", capped(plain(d.reason))));
+      if (d.message !== undefined && d.message !== null && d.message !== "") box.appendChild(el("div", "calltext", capped(plain(d.message))));
+      Object.keys(d).forEach(function (k) {
+        if (k === "reason" || k === "message") return;
+        const line = el("div", "kv");
+        line.appendChild(el("span", "key", k + ": "));
+        line.appendChild(el("span", "calltext", capped(plain(d[k]))));
+        box.appendChild(line);
+      });
+      into.appendChild(box);
+    });
+    return found.length;
+  }
+  function renderCalls(calls, omitted, into) {
+    (calls || []).forEach(function (c, n) {
+      const box = el("div", "call");
+      box.setAttribute("data-call", String(n));
+      const facts = ["call " + (n + 1), c.source || "", c.model || "(no model)"];
+      const params = c.params || {};
+      Object.keys(params).forEach(function (k) { facts.push(k + "=" + plain(params[k])); });
+      if (c.latency !== undefined && c.latency !== null) facts.push(fmt(c.latency, "seconds"));
+      if (c.cache) facts.push("cache " + c.cache);
+      if (c.finish_reason) facts.push("finish " + c.finish_reason);
+      const u = c.usage;
+      if (u && typeof u === "object") {
+        facts.push(Object.keys(u).map(function (k) { return k.replace(/_tokens$/, "") + " " + plain(u[k]); }).join(" + ") + " tokens");
+      }
+      const attempts = c.attempts || [];
+      if (attempts.length) {
+        facts.push((attempts.length === 1 ? "1 attempt: " : attempts.length + " attempts: ") + attempts.map(function (a) {
+          return (a.status === null || a.status === undefined ? "no reply" : String(a.status)) + (a.error ? " (" + a.error + ")" : "");
+        }).join(" \u2192 "));
+      }
+      box.appendChild(el("div", "callhead", facts.filter(function (f) { return f !== ""; }).join(" \u00b7 ")));
+      if (c.url) box.appendChild(el("div", "note calltext", c.url));
+      (c.messages || []).forEach(function (m) {
+        const msg = el("div", "msg");
+        msg.setAttribute("data-role", String(m.role));
+        msg.appendChild(el("span", "role", m.role));
+        msg.appendChild(el("div", "calltext", capped(m.text === undefined ? plain(m) : m.text)));
+        box.appendChild(msg);
+      });
+      const reply = el("div", "msg reply");
+      reply.setAttribute("data-role", "reply");
+      reply.appendChild(el("span", "role", "reply"));
+      reply.appendChild(el("div", "calltext", c.reply === null || c.reply === undefined ? "(no reply)" : capped(c.reply)));
+      box.appendChild(reply);
+      if (c.error) box.appendChild(el("div", "calltext bad", c.error));
+      into.appendChild(box);
+    });
+    if (omitted) into.appendChild(el("p", "note", omitted + " more call record(s) not kept (the cap per row)."));
+    return (calls || []).length;
   }
 
   // ---- run information
@@ -324,7 +456,8 @@ _SCRIPT = r"""
   fact("pytest", run.pytest);
   fact("platform", run.platform);
   fact("xdist workers", run.xdist_workers);
-  if (run.invocation) fact("invocation", run.invocation.join(" "));
+  if (run.merged_from) fact("merged", run.merged_from.length + " shard report(s): " + run.merged_from.join(", "));
+  if (run.invocation) fact(run.merged_from ? "merge command" : "invocation", run.invocation.join(" "));
 
   // ---- gates first
   const gates = doc.gates || [];
@@ -343,12 +476,30 @@ _SCRIPT = r"""
   } else {
     banner.appendChild(el("div", "banner ok", "All " + total + " gate(s) met"));
   }
+  // A breached gate links to its suite's failing examples (one click: the example
+  // table shows them, each row expands to its calls and details).
+  function verdictCell(passed, suite) {
+    const cell = el("span", passed ? "ok" : "bad", passed ? "met" : "breached");
+    if (passed) return cell;
+    const n = (doc.rows || []).filter(function (r) {
+      return String(r.suite) === String(suite) && (r.status === "below" || r.status === "error");
+    }).length;
+    if (!n) return cell;
+    const box = el("span");
+    box.appendChild(cell);
+    box.appendChild(el("br"));
+    const a = el("a", "failing", n + " failing example" + (n === 1 ? "" : "s") + " \u2192");
+    a.href = "#examples";
+    a.setAttribute("data-failing", String(suite));
+    box.appendChild(a);
+    return box;
+  }
   if (total) {
     const rows = gates.map(function (g) {
-      return [el("span", g.passed ? "ok" : "bad", g.passed ? "met" : "breached"), breakable(String(g.suite)), g.gate,
+      return [verdictCell(g.passed, g.suite), breakable(String(g.suite)), g.gate,
               fmt(g.value), g.op + " " + fmt(g.limit)];
     }).concat(drops.map(function (m) {
-      return [el("span", m.passed ? "ok" : "bad", m.passed ? "met" : "breached"), breakable(String(m.suite)),
+      return [verdictCell(m.passed, m.suite), breakable(String(m.suite)),
               "max drop of " + m.metric, fmt(m.now), m.tolerance + " below the baseline's " + fmt(m.then)];
     })).concat(extra.map(function (line) {
       return [el("span", "bad", "breached"), line, "baseline", "", ""];
@@ -358,13 +509,8 @@ _SCRIPT = r"""
   }
 
   // ---- summary table
-  const COLUMNS = [
-    ["num_examples", "examples", "int"], ["mean_score", "mean score", "score"], ["pass_rate", "pass rate", "score"],
-    ["error_rate", "error rate", "score"], ["compression_ratio", "compression", "score"],
-    ["mean_input_tokens", "input tokens", "tokens"], ["mean_output_tokens", "output tokens", "tokens"],
-    ["cost_of_pass", "tokens per pass", "tokens"], ["latency_mean", "latency mean", "seconds"],
-    ["latency_median", "latency p50", "seconds"], ["latency_p95", "latency p95", "seconds"],
-    ["latency_p99", "latency p99", "seconds"], ["pareto_rank", "pareto rank", "int"]];
+  // The terminal's and the Markdown's columns (cost $ and $ per pass when priced).
+  const COLUMNS = DATA.columns || [];
   const summary = doc.summary || {};
   const labels = Object.keys(summary);
   const present = COLUMNS.filter(function (c) { return labels.some(function (l) { return c[0] in summary[l]; }); });
@@ -389,7 +535,10 @@ _SCRIPT = r"""
   document.getElementById("summary-table").appendChild(st);
   document.getElementById("legend").textContent =
     "pass = the primary score \u2265 the suite's threshold; tokens per pass = output tokens per passing example"
-    + " (cost of pass); input/output tokens are means per example; intervals are 95% bootstrap intervals.";
+    + " (cost of pass); input/output tokens are means per example; intervals are 95% bootstrap intervals."
+    + (present.some(function (c) { return c[2] === "usd"; })
+      ? " cost $ = US dollars of the System's LLM calls (--ctxbench-price); $ per pass = cost $ per passing example;"
+        + " judge $ = the evaluators' calls." : "");
 
   // ---- Pareto plot: mean score (up) against tokens per pass (left is cheaper)
   (function () {
@@ -470,7 +619,7 @@ _SCRIPT = r"""
       const w = Number.isFinite(r[2]) ? Math.max(0, Math.min(1, r[2])) * 100 : 0;
       bar.setAttribute("style", "background:#0969da;height:10px;width:" + w.toFixed(1) + "%;min-width:1px");
       const cell = el("div"); cell.setAttribute("style", "width:90px;background:#eaeef2"); cell.appendChild(bar);
-      return [r[0], r[1], fmt(r[2]), cell];
+      return [breakable(String(r[0])), breakable(String(r[1])), fmt(r[2]), cell];
     }), [false, false, true, false]);
     t.id = "dataset-grid";
     box.appendChild(t);
@@ -526,13 +675,32 @@ _SCRIPT = r"""
     const head = sec.querySelector("h2");
     head.textContent = "";
     textNode(head, "Compared with " + (diff.base || "the baseline"));
+    if (diff.verdict) {
+      // ctxbench compare: the page opens with its verdict, the comparison first.
+      const main = document.querySelector("main");
+      main.insertBefore(sec, main.firstChild);
+      const v = el("div", "banner " + (diff.verdict.worse ? "bad" : "ok"), diff.verdict.text);
+      v.id = "compare-verdict";
+      sec.insertBefore(v, head);
+    }
     (diff.notes || []).forEach(function (n) { sec.insertBefore(el("p", "note", n), document.getElementById("diff-table")); });
-    document.getElementById("diff-table").appendChild(table(
-      ["suite", "metric", diff.base_label || "before", diff.head_label || "after", "change", "95% CI", "p-value"],
+    function flag(m) {  // the terminal's verdict column: WORSE (red), slower
+      if (m.flag) return el("span", m.flag === "WORSE" ? "bad" : "warn", m.flag);
+      if (m.tolerance) return el("span", m.passed ? "ok" : "bad", "max-drop " + m.tolerance + ": " + (m.passed ? "met" : "breached"));
+      return "";
+    }
+    const dt = table(
+      ["suite", "metric", diff.base_label || "before", diff.head_label || "after", "change", "95% CI", "p-value", "verdict"],
       (diff.metrics || []).map(function (m) {
-        return [m.suite, m.metric, fmt(m.then), fmt(m.now), fmt(m.change),
-                "[" + fmt(m.ci_low) + ", " + fmt(m.ci_high) + "]", fmt(m.p_value)];
-      }), [false, false, true, true, true, true, true]));
+        return [breakable(String(m.suite)), m.metric, fmt(m.then), fmt(m.now), fmt(m.change),
+                "[" + fmt(m.ci_low) + ", " + fmt(m.ci_high) + "]", fmt(m.p_value), flag(m)];
+      }), [false, false, true, true, true, true, true, false]);
+    dt.id = "diff-grid";
+    dt.querySelectorAll("tbody tr").forEach(function (tr, i) {
+      const m = diff.metrics[i];
+      if (m.flag === "WORSE" || (m.tolerance && !m.passed)) tr.className = "worse";
+    });
+    document.getElementById("diff-table").appendChild(dt);
     const flipped = diff.flipped || [];
     const box = document.getElementById("flipped");
     box.appendChild(el("h3", "", "Flipped examples (" + flipped.length + ")"));
@@ -543,11 +711,39 @@ _SCRIPT = r"""
         a.insertBefore(el("div", "note", f.before + ", score " + fmt(f.score_before)), a.firstChild);
         const b = el("div", "text"); textNode(b, f.response_after === null || f.response_after === undefined ? "(not kept)" : f.response_after);
         b.insertBefore(el("div", "note", f.after + ", score " + fmt(f.score_after)), b.firstChild);
-        return [f.suite, f.dataset + "/" + f.example_id,
+        let name = breakable(f.dataset + "/" + f.example_id);
+        if (typeof f.row_index === "number") {  // the example's row below: calls and details
+          const link = el("a");
+          link.href = "#ex-" + f.row_index;
+          link.appendChild(name);
+          name = link;
+        }
+        return [breakable(String(f.suite)), name,
                 el("span", f.after === "pass" ? "ok" : "bad", f.before + " \u2192 " + f.after), a, b,
                 el("div", "text", f.reference)];
       }));
     t.id = "flipped-table";
+    // Both runs' call records (and evaluator details) side by side, under the example.
+    const trs = Array.from(t.tBodies[0].rows);
+    flipped.forEach(function (f, i) {
+      const sides = [[diff.base_label || "before", f.calls_before, f.calls_omitted_before, f.details_before],
+                     [diff.head_label || "after", f.calls_after, f.calls_omitted_after, f.details_after]];
+      // When both reports kept the example's calls (else its row below has B's).
+      if (!sides.every(function (x) { return (x[1] && x[1].length) || x[2]; })) return;
+      const tr = t.tBodies[0].insertRow(trs[i].sectionRowIndex + 1);
+      tr.className = "calls-side";
+      const cell = tr.insertCell();
+      cell.colSpan = 6;
+      const grid = el("div", "side");
+      sides.forEach(function (x) {
+        const col = el("div", "side-col");
+        col.appendChild(el("h4", "", x[0]));
+        renderDetails(x[3], col);
+        if (!renderCalls(x[1], x[2], col) && !x[2]) col.appendChild(el("p", "note", "No call record in this report."));
+        grid.appendChild(col);
+      });
+      cell.appendChild(grid);
+    });
     box.appendChild(t);
   }
 
@@ -561,7 +757,7 @@ _SCRIPT = r"""
     const details = [];
     Object.keys(meta).forEach(function (k) {
       const v = meta[k];
-      if (v && typeof v === "object" && !Array.isArray(v)) {
+      if (v && typeof v === "object" && !Array.isArray(v) && !(k in USAGE)) {
         details.push(k + ": " + Object.keys(v).map(function (x) {
           const val = v[x];
           return x + "=" + (typeof val === "object" ? JSON.stringify(val) : String(val));
@@ -576,7 +772,7 @@ _SCRIPT = r"""
   const STATUSES = ["pass", "below", "error", "unscored"];
   const counts = {};
   rows.forEach(function (x) { counts[x.r.status] = (counts[x.r.status] || 0) + 1; });
-  const state = {status: "all", query: "", sort: "order", dir: 1, page: 0};
+  const state = {status: "all", suite: null, query: "", sort: "order", dir: 1, page: 0, open: {}};
   const filter = document.getElementById("status-filter");
   ["all"].concat(STATUSES.filter(function (s) { return counts[s]; })).forEach(function (s) {
     const b = el("button", "", s + " (" + (s === "all" ? rows.length : counts[s]) + ")");
@@ -584,12 +780,29 @@ _SCRIPT = r"""
     b.setAttribute("data-status", s);
     b.setAttribute("aria-pressed", s === state.status ? "true" : "false");
     b.addEventListener("click", function () {
-      state.status = s; state.page = 0;
-      filter.querySelectorAll("button").forEach(function (x) { x.setAttribute("aria-pressed", x === b ? "true" : "false"); });
+      state.status = s; state.suite = null; state.page = 0;
+      pressed();
       draw();
     });
     filter.appendChild(b);
   });
+  function pressed() {
+    filter.querySelectorAll("button").forEach(function (x) {
+      x.setAttribute("aria-pressed", x.getAttribute("data-status") === state.status ? "true" : "false");
+    });
+  }
+  // A gate's failing examples: that suite's rows below threshold or in error.
+  const scope = el("span", "scope");
+  scope.id = "scope";
+  scope.hidden = true;
+  filter.parentNode.insertBefore(scope, filter.nextSibling);
+  function showFailing(suite) {
+    state.status = "failing"; state.suite = suite; state.page = 0; state.query = "";
+    search.value = "";
+    pressed();
+    draw();
+    document.getElementById("examples").scrollIntoView();
+  }
   const search = document.getElementById("search");
   search.addEventListener("input", function () { state.query = search.value.toLowerCase(); state.page = 0; draw(); });
   const COLS = [
@@ -613,9 +826,14 @@ _SCRIPT = r"""
     }
     headRow.appendChild(th);
   });
+  function statusMatches(x) {
+    if (state.status === "failing") return x.r.status === "below" || x.r.status === "error";
+    return state.status === "all" || x.r.status === state.status;
+  }
   function selected() {
     let out = rows.filter(function (x) {
-      return (state.status === "all" || x.r.status === state.status) && (!state.query || x.hay.indexOf(state.query) >= 0);
+      return statusMatches(x) && (state.suite === null || String(x.r.suite) === state.suite)
+        && (!state.query || x.hay.indexOf(state.query) >= 0);
     });
     if (state.sort !== "order") {
       const key = COLS.find(function (c) { return c[0] === state.sort; })[2];
@@ -636,9 +854,24 @@ _SCRIPT = r"""
     chosen.slice(start, start + PAGE).forEach(function (x) {
       const tr = fresh.insertRow();
       tr.setAttribute("data-status", x.r.status);
+      tr.id = "ex-" + x.i;
       const r = x.r;
       const trial = r.metadata && r.metadata.trial ? " @" + r.metadata.trial : "";
-      tr.insertCell().appendChild(breakable(r.dataset + "/" + r.example_id + trial));
+      const first = tr.insertCell();
+      const open = !!state.open[x.i];
+      // The arrow is drawn by CSS: the cell's text stays the example's id.
+      const toggle = el("button", "toggle");
+      toggle.type = "button";
+      toggle.setAttribute("aria-expanded", open ? "true" : "false");
+      toggle.setAttribute("aria-controls", "more-" + x.i);
+      toggle.title = (open ? "hide" : "show") + " this example's LLM calls and evaluator details";
+      toggle.setAttribute("aria-label", toggle.title);
+      toggle.addEventListener("click", function () {
+        if (state.open[x.i]) delete state.open[x.i]; else state.open[x.i] = true;
+        draw();
+      });
+      first.appendChild(toggle);
+      first.appendChild(breakable(r.dataset + "/" + r.example_id + trial));
       tr.insertCell().appendChild(breakable(String(r.suite)));
       tr.insertCell().appendChild(el("span", "status-" + r.status, r.status));
       const sc = tr.insertCell(); sc.className = "num";
@@ -649,8 +882,27 @@ _SCRIPT = r"""
       const d = tr.insertCell();
       if (x.err) d.appendChild(el("div", "text bad", x.err));
       if (x.details) d.appendChild(el("div", "text", x.details));
+      if (r.calls && r.calls.length) d.appendChild(el("div", "note", r.calls.length + " LLM call(s): \u25b8 shows them"));
+      if (open) {
+        const more = fresh.insertRow();
+        more.className = "more";
+        more.id = "more-" + x.i;
+        const cell = more.insertCell();
+        cell.colSpan = COLS.length;
+        expanded(x, cell);
+      }
     });
     body.replaceWith(fresh);
+    scope.hidden = state.suite === null && state.status !== "failing";
+    scope.textContent = "";
+    if (!scope.hidden) {
+      textNode(scope, (state.status === "failing" ? "examples below threshold or in error" : state.status)
+        + (state.suite === null ? "" : " of suite " + state.suite) + " ");
+      const all = el("button", "", "show all");
+      all.type = "button";
+      all.addEventListener("click", function () { state.status = "all"; state.suite = null; state.page = 0; pressed(); draw(); });
+      scope.appendChild(all);
+    }
     document.getElementById("page-info").textContent = chosen.length
       ? "showing " + (start + 1).toLocaleString("en-US") + "\u2013" + Math.min(start + PAGE, chosen.length).toLocaleString("en-US")
         + " of " + chosen.length.toLocaleString("en-US") + " (page " + (state.page + 1) + " of " + pages + ")"
@@ -661,9 +913,54 @@ _SCRIPT = r"""
       th.setAttribute("aria-sort", th.getAttribute("data-col") === state.sort ? (state.dir > 0 ? "ascending" : "descending") : "none");
     });
   }
+  // An expanded row: the evaluators' details (reason first), the error, the calls.
+  function expanded(x, td) {
+    const r = x.r;
+    // Kept on the screen when the table is wider than it (a phone): it stays at
+    // the left of the table's scrolling box, as wide as the screen.
+    const cell = el("div", "morebox");
+    td.appendChild(cell);
+    cell.appendChild(el("h4", "", "Evaluator details"));
+    if (!renderDetails(r.metadata, cell)) cell.appendChild(el("p", "note", "No evaluator detail for this example."));
+    if (x.err) {
+      cell.appendChild(el("h4", "", "Error"));
+      cell.appendChild(el("div", "calltext bad", capped(x.err)));
+    }
+    const calls = r.calls || [];
+    cell.appendChild(el("h4", "", "LLM calls (" + (calls.length + (r.calls_omitted || 0)) + ")"));
+    ["llm_usage", "judge_usage"].forEach(function (k) {
+      const v = (r.metadata || {})[k];
+      if (v && typeof v === "object") cell.appendChild(el("p", "note", USAGE[k] + ": " + plain(v)));
+    });
+    if (!renderCalls(calls, r.calls_omitted, cell) && !r.calls_omitted) {
+      cell.appendChild(el("p", "note", "No call record kept for this example (by default they are kept for failing"
+        + " examples only: --ctxbench-transcripts=all keeps every example's)."));
+    }
+  }
+  // A link to "#ex-N" (the flipped examples, a gate) opens row N of the report,
+  // on its page, whatever the filter.
+  function reveal() {
+    const m = /^#ex-(\d+)$/.exec(window.location.hash);
+    if (!m) return;
+    const i = Number(m[1]);
+    if (!(i >= 0 && i < rows.length)) return;
+    state.status = "all"; state.suite = null; state.query = ""; search.value = "";
+    pressed();
+    const at = selected().findIndex(function (x) { return x.i === i; });
+    state.page = Math.max(0, Math.floor(at / PAGE));
+    state.open[i] = true;
+    draw();
+    const tr = document.getElementById("ex-" + i);
+    if (tr) { tr.scrollIntoView(); tr.classList.add("target"); }
+  }
+  window.addEventListener("hashchange", reveal);
   document.getElementById("prev").addEventListener("click", function () { state.page -= 1; draw(); });
   document.getElementById("next").addEventListener("click", function () { state.page += 1; draw(); });
   draw();
+  reveal();
+  document.querySelectorAll("[data-failing]").forEach(function (a) {
+    a.addEventListener("click", function (e) { e.preventDefault(); showFailing(a.getAttribute("data-failing")); });
+  });
   if (doc.lost && doc.lost.length) {
     const sec = document.getElementById("examples");
     sec.appendChild(el("p", "bad", doc.lost.length + " example(s) produced no row (crashed or failed before scoring): "

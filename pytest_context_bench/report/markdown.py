@@ -355,7 +355,8 @@ def render_compare_markdown(comparison: Any) -> str:
         for m in c.metrics
     ]
     out += _table(
-        ["suite", "metric", "A", "B", "change", "95% CI", "p (B worse)", ""], rows
+        ["suite", "metric", "A", "B", "change", "95% CI", "p (B worse)", "verdict"],
+        rows,
     )
     out.append("")
     for s in c.suites:

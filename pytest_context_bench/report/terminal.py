@@ -15,8 +15,14 @@ from .._text import inert
 from .run import RunReport
 
 __all__ = [
-    "render_lines", "fmt_value", "fit_table", "example_lines", "example_reason",
-    "details_lines", "COLUMNS",
+    "render_lines",
+    "fmt_value",
+    "fit_table",
+    "example_lines",
+    "example_reason",
+    "details_lines",
+    "wrap_line",
+    "COLUMNS",
 ]
 
 # (summary key, column header, kind): headers a newcomer can read without the docs.
@@ -49,11 +55,39 @@ EXAMPLES_SHOWN = 10
 _MAX_BLOCKS = 4
 
 
-def _stacked(headers: list[str], rows: list[list[str]]) -> list[str]:
+def wrap_line(text: str, width: int | None) -> list[str]:
+    """``text`` as lines of at most ``width`` columns: broken at spaces, each
+    continuation indented two columns more than the first line. A word longer than
+    a line (a long path) is kept whole on a line of its own: cut, it could not be
+    copied. ``None`` (or a line that fits): ``[text]``."""
+    if width is None or len(text) <= width:
+        return [text]
+    indent = text[: len(text) - len(text.lstrip(" "))]
+    more = indent + "  "
+    if len(more) >= width // 2:  # deep indents on a narrow terminal
+        indent = more = ""
+    out: list[str] = []
+    line: str | None = None
+    for word in text.split():
+        if line is None:
+            line = indent + word
+        elif len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            out.append(line)
+            line = more + word
+    if line is not None:
+        out.append(line)
+    return out
+
+
+def _stacked(headers: list[str], rows: list[list[str]], width: int | None = None) -> list[str]:
     out: list[str] = []
     for r in rows:
-        out.append(r[0])
-        out.extend(f"  {headers[i]}: {r[i]}" for i in range(1, len(headers)) if r[i])
+        out.extend(wrap_line(r[0], width))
+        for i in range(1, len(headers)):
+            if r[i]:
+                out.extend(wrap_line(f"  {headers[i]}: {r[i]}", width))
     return out
 
 
@@ -93,16 +127,16 @@ def fit_table(headers: list[str], rows: list[list[str]], width: int | None) -> l
             current, current_lines = [*current, i], trial
             continue
         if not current:
-            return _stacked(headers, rows)  # one column beside the first is too wide
+            return _stacked(headers, rows, width)  # one column beside the first is too wide
         blocks.append(current_lines)
         current = [i]
         current_lines = _render(headers, rows, [0, i])
         if _wide(current_lines) > width:
-            return _stacked(headers, rows)
+            return _stacked(headers, rows, width)
     blocks.append(current_lines)
     if len(blocks) > _MAX_BLOCKS:
         # Very narrow: blocks of one or two columns read worse than a list.
-        return _stacked(headers, rows)
+        return _stacked(headers, rows, width)
     out: list[str] = []
     for n, lines in enumerate(blocks):
         if n:
