@@ -1,11 +1,18 @@
 from __future__ import annotations
 
+import httpcore  # noqa: F401  (see below)
 import pytest
 
 from browser import browser  # noqa: F401 (the headless Chromium fixture)
 from helpers import SYSTEMS_PY, qa_lines
 
 pytest_plugins = ["pytester"]
+
+# httpx imports httpcore on first use and maps httpcore's exceptions to its own with a
+# table built then. An in-process pytester run forgets the modules first imported
+# during it, so a later test would get a second httpcore whose exceptions that table
+# does not know (a raw httpcore.ConnectError instead of httpx.ConnectError). Imported
+# here, before any inner run, httpcore is the same module for the whole session.
 
 # In-process, xdist with no workers, and two workers: the same run must give the same
 # rows, summary and gates in all three (the syrupy / pytest-cov pattern).

@@ -105,7 +105,7 @@ def _check(
     assert result.ret == 1
     # The header's lines (datasets, Systems) fit too.
     start = result.stdout.lines.index(
-        next(line for line in result.stdout.lines if line.startswith("ctxbench: "))
+        next(ln for ln in result.stdout.lines if re.match(r"ctxbench [\d.]+: ", ln))
     )
     header = result.stdout.lines[start : start + 3]
     assert _too_wide(header, columns) == [] and LONG in " ".join(header)
