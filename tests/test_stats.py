@@ -373,18 +373,36 @@ def test_summary_interval_binary_is_the_exact_bootstrap() -> None:
     assert all(math.isnan(x) for x in summary_interval([]))
 
 
-def test_summary_interval_large_runs_use_the_normal_limit_quickly() -> None:
+def test_summary_interval_large_runs_use_the_normal_limit_quickly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import random
-    import time
+    import statistics
+    from typing import Any
 
-    from pytest_context_bench.stats import EXACT_BOOTSTRAP_MAX, bootstrap_mean_ci, summary_interval
+    from pytest_context_bench import stats
+    from pytest_context_bench.stats import (
+        EXACT_BOOTSTRAP_MAX,
+        bootstrap_mean_ci,
+        summary_interval,
+    )
 
     rng = random.Random(1)
     values = [rng.random() for _ in range(20000)]
-    start = time.process_time()
+    # Quickly: no resampling at all above EXACT_BOOTSTRAP_MAX (counted, not timed).
+    resampled: list[int] = []
+
+    def counting(data: Any, *args: Any) -> tuple[float, float]:
+        resampled.append(len(data))
+        return bootstrap_mean_ci(data, *args)
+
+    monkeypatch.setattr(stats, "bootstrap_mean_ci", counting)
     lo, hi = summary_interval(values)
-    assert time.process_time() - start < 1.0
-    assert lo < sum(values) / len(values) < hi
+    assert resampled == []
+    mean = statistics.fmean(values)
+    half = 1.959963984540054 * statistics.pstdev(values) / len(values) ** 0.5
+    assert (lo, hi) == pytest.approx((mean - half, mean + half), rel=1e-9)
+    monkeypatch.undo()
     small = values[:EXACT_BOOTSTRAP_MAX]
     assert summary_interval(small) == bootstrap_mean_ci(small)
     # Binary data of any size takes the exact path.

@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING, Any, Callable, Generator
 import pytest
 
 from .. import __version__
+from .._text import inert
 from ..errors import CtxBenchError
 from ..importing import load_system
 from ..inputs import check_unique_names
 from ..keys import environment_key
-from .._text import inert
 from . import llmcache
+from .llmcache import UNATTRIBUTED_KEY
+from .manifest import WORKEROUTPUT_KEY
 from .options import (
     CONCURRENCY,
     DATASET,
@@ -41,8 +43,6 @@ from .options import (
     ini_bool,
 )
 from .outputs import check_outputs, input_files, other_outputs, step_summary_clash
-from .manifest import WORKEROUTPUT_KEY
-from .llmcache import UNATTRIBUTED_KEY
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
 
