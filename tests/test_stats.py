@@ -408,3 +408,14 @@ def test_summary_interval_large_runs_use_the_normal_limit_quickly(
     # Binary data of any size takes the exact path.
     lo, hi = summary_interval([float(rng.random() < 0.7) for _ in range(50000)])
     assert 0.69 < lo < 0.7 < hi < 0.71 or 0.69 < lo < hi < 0.71
+
+
+def test_the_fast_draws_are_randranges_own() -> None:
+    # The bootstrap's draws are randrange's numbers from the same stream, and leave
+    # the stream where randrange would: results stay the same, seed for seed.
+    from pytest_context_bench.stats import _draws
+
+    for n in (1, 2, 3, 7, 8, 9, 400, 1000, 1024, 1025):
+        ours, theirs = random.Random(n), random.Random(n)
+        assert _draws(ours, n) == [theirs.randrange(n) for _ in range(n)]
+        assert ours.getrandbits(64) == theirs.getrandbits(64)
