@@ -227,7 +227,7 @@ def _says(found: list[str]) -> str:
         "a pytest run that does not ask for ctxbench imported (innermost frame"
         " first):\n  " + "\n  ".join(found) + "\nImport it where a ctxbench run"
         " uses it (see the comment above the imports of"
-        " pytest_context_bench/plugin/__init__.py; docs/concurrency.md#overhead)."
+        " pytest_context_bench/plugin/__init__.py; docs/overhead.md)."
     )
 
 

@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 # never asks for ctxbench need. The datasets, the engine, the evaluators, the
 # tokenizer, the call runner (asyncio), the LLM cache (sqlite3), httpx and the
 # report writers are imported where they are used (tests/test_lean_imports.py
-# keeps it so; docs/concurrency.md, "Overhead").
+# keeps it so; docs/overhead.md).
 
 __all__ = ["CtxBenchWarning", "STATE_KEY"]
 

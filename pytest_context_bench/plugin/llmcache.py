@@ -23,7 +23,7 @@ from .options import CACHE, PRICE, Settings
 
 if TYPE_CHECKING:
     # Imported where used: the cache imports sqlite3, and the plugin imports this
-    # module in every pytest run (docs/concurrency.md, "Overhead").
+    # module in every pytest run (docs/overhead.md).
     from ..cache import LLMCache
 
 __all__ = [

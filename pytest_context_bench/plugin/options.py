@@ -922,7 +922,7 @@ def _cache_settings(
     mode = str(raw).strip().lower() if raw else "once"
     if raw:
         # Only then: the cache module imports sqlite3, which a run that does not
-        # ask for ctxbench must not pay for (docs/concurrency.md, "Overhead").
+        # ask for ctxbench must not pay for (docs/overhead.md).
         from ..cache import MODES
     if raw and mode not in MODES:
         raise pytest.UsageError(

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 # The report, its writers and the verdicts are imported where they are used: every
 # pytest run registers a Controller, and one that never sees a ctxbench row must
-# not load them (docs/concurrency.md, "Overhead").
+# not load them (docs/overhead.md).
 
 __all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX", "log_verdicts"]
 
