@@ -191,6 +191,9 @@ def _traced_run(
     pytester.makepyfile(sitecustomize=TRACE)
     pytester.makeconftest(DUMP)
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    # The role of a traced import is read from it: not the outer xdist worker's.
+    for name in ("WORKER", "WORKER_COUNT", "TESTRUNUID"):
+        monkeypatch.delenv(f"PYTEST_XDIST_{name}", raising=False)
     monkeypatch.setenv("CTXBENCH_TRACE_NAMES", ",".join(UNUSED_HEAVY))
     monkeypatch.setenv("CTXBENCH_TRACE_DIR", str(pytester.path))
     result = pytester.runpytest_subprocess("-p", "pytest_context_bench.plugin", *args)
