@@ -152,11 +152,13 @@ def _hook(event, args):
     while frame is not None and len(stack) < 12:
         code = frame.f_code
         if not code.co_filename.startswith("<frozen"):
-            stack.append(f"{_short(code.co_filename)}:{frame.f_lineno} ({code.co_name})")
+            where = f"{_short(code.co_filename)}:{frame.f_lineno}"
+            stack.append(f"{where} ({code.co_name})")
         frame = frame.f_back
     role = os.environ.get("PYTEST_XDIST_WORKER", "main")
     with open(os.path.join(_OUT, f"imports-{os.getpid()}.jsonl"), "a") as f:
-        f.write(json.dumps({"module": top, "first": name, "role": role, "stack": stack}))
+        entry = {"module": top, "first": name, "role": role, "stack": stack}
+        f.write(json.dumps(entry))
         f.write("\\n")
 
 
