@@ -1,19 +1,36 @@
-"""Per-example overhead of pytest-context-bench against bare pytest, side by side.
+"""What pytest-context-bench costs, against pytest without it, side by side.
 
-Two variants run on the same generated QA dataset, in fresh subprocesses, in the same
-temporary directory with the same flags, interleaved round by round:
+Four sections, each measured in fresh subprocesses, the variants interleaved round by
+round (the order flips each round), medians reported:
 
-* A "bare":     a test module that parametrizes a no-op test over the examples;
-* B "ctxbench": ``--ctxbench-dataset=qa.jsonl --ctxbench-system=bench_system:passthrough``
-  (a System that answers exactly, so every example passes and is scored).
+* ``import``: ``import pytest`` then ``import pytest_context_bench.plugin`` in one
+  fresh interpreter, timed with ``perf_counter``; target: the plugin <= 0.25x pytest.
+* ``unused``: a plain project of 50 trivial tests, run with the plugin installed and
+  not asked for (no ``--ctxbench-*`` option, no marked test) and with
+  ``-p no:ctxbench``; target: <= 1.05x. Peak RSS of both.
+* ``memory``: the peak RSS of bare parametrized pytest and of the no-op ctxbench run
+  (variants A and B below) at ``--memory-sizes`` examples, and the memory each adds
+  per example above ``--memory-base`` examples (the fixed costs, the tokenizer's
+  tables among them, cancel out); target: the plugin's growth per example <= 1.3x
+  bare pytest's per item.
+* ``examples``: per-example overhead on one generated QA dataset:
 
-The script reports the median wall time and peak RSS of each, and the ratios B/A
-against the target (1.3x). Run it from anywhere with the project's venv active:
+  * A "bare":     a test module that parametrizes a no-op test over the examples;
+  * B "ctxbench": ``--ctxbench-dataset=qa.jsonl --ctxbench-system=bench_system:passthrough``
+    (a System that answers exactly, so every example passes and is scored);
 
-    python benchmarks/overhead.py                # 5,000 examples, 5 rounds
-    python benchmarks/overhead.py --xdist 2      # the same under pytest-xdist -n 2
+  median wall time and peak RSS of each, and the ratios B/A against 1.3x.
+
+Run it from anywhere with the project's venv active:
+
+    python benchmarks/overhead.py                # all four sections
+    python benchmarks/overhead.py --only import,unused
+    python benchmarks/overhead.py --only examples --xdist 2   # A/B under -n 2
     python benchmarks/overhead.py --check        # exit 1 when a ratio is above target
-    python benchmarks/overhead.py --profile b.prof   # also profile variant B once
+    python benchmarks/overhead.py --only examples --profile b.prof   # profile B once
+
+The subprocesses may write bytecode (``PYTHONDONTWRITEBYTECODE`` is dropped), as an
+installed package has it: otherwise every run would compile the plugin's source.
 
 Exit status: 0 (or 1 with ``--check`` and a ratio above target); 2 when a variant
 fails (non-zero exit, missing tests, missing ctxbench summary).
@@ -35,6 +52,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TARGET = 1.3
+#: the plugin's import against pytest's (issue 26)
+IMPORT_TARGET = 0.25
+#: a plain run with the plugin installed and unused against -p no:ctxbench
+UNUSED_TARGET = 1.05
+#: the plugin's memory growth per example against bare pytest's per item
+GROWTH_TARGET = 1.3
 
 # Runs pytest in-process and reports the peak RSS of this process (the pytest
 # process) and of its largest waited-for child (an xdist worker, under -n), in KiB.
@@ -158,6 +181,9 @@ def clean_env() -> dict[str, str]:
     for key in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_XDIST_AUTO_NUM_WORKERS"):
         env.pop(key, None)
     env["PYTHONHASHSEED"] = "0"
+    # As installed packages do: read (and write) bytecode rather than compile the
+    # plugin's source in every run.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 
@@ -261,22 +287,151 @@ def profile_b(b: Variant, cwd: Path, common: list[str], out: Path, top: int) -> 
     print(f"\nfull profile: {out}  (python -m pstats {out})")
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--n", type=int, default=5000, help="examples (= tests per variant); default 5000")
-    p.add_argument("--repeat", type=int, default=5, help="measured rounds of A then B; default 5")
-    p.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (bytecode, caches); default 1")
-    p.add_argument("--xdist", type=int, metavar="N", help="add -n N to both variants")
-    p.add_argument("--no-plugin-in-bare", action="store_true", help="add -p no:ctxbench to the bare variant")
-    p.add_argument("--check", action="store_true", help="exit 1 when a ratio is above the target")
-    p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--keep", action="store_true", help="keep the temporary directory and print its path")
-    p.add_argument("--profile", type=Path, metavar="OUT.prof", help="also run variant B once under cProfile (no xdist)")
-    p.add_argument("--profile-top", type=int, default=25)
-    args = p.parse_args(argv)
-    if args.n < 1 or args.repeat < 1:
-        p.error("--n and --repeat must be >= 1")
+# ---------------------------------------------------------------- import, unused
 
+IMPORT_TIMER = (
+    "import time; t0 = time.perf_counter(); import pytest; t1 = time.perf_counter();"
+    " import pytest_context_bench.plugin; t2 = time.perf_counter();"
+    " print(t1 - t0, t2 - t1)"
+)
+
+
+def bench_import(rounds: int) -> float:
+    """``import pytest`` then the plugin, in fresh interpreters; prints and returns
+    the median ratio plugin / pytest."""
+    pytest_s: list[float] = []
+    plugin_s: list[float] = []
+    ratios: list[float] = []
+    for i in range(rounds + 1):
+        out = subprocess.run(
+            [sys.executable, "-c", IMPORT_TIMER], env=clean_env(), capture_output=True,
+            text=True, check=True,
+        ).stdout.split()
+        if i == 0:
+            continue  # warm-up: bytecode, page cache
+        a, b = float(out[0]), float(out[1])
+        pytest_s.append(a)
+        plugin_s.append(b)
+        ratios.append(b / a)
+    med = statistics.median
+    ratio = med(ratios)
+    print(f"import, {rounds} fresh interpreters (medians):")
+    print(f"  import pytest                      {med(pytest_s) * 1e3:7.1f} ms")
+    print(f"  then import pytest_context_bench.plugin {med(plugin_s) * 1e3:7.1f} ms")
+    print(
+        f"  plugin / pytest = {ratio:.2f}x (target <= {IMPORT_TARGET}x)"
+        f"  {'PASS' if ratio <= IMPORT_TARGET else 'ABOVE TARGET'}"
+    )
+    return ratio
+
+
+PLAIN_TESTS = 50
+
+
+def write_plain(root: Path) -> None:
+    body = "".join(
+        f"def test_{i}():\n    assert {i} + 1 == {i + 1}\n\n\n" for i in range(PLAIN_TESTS)
+    )
+    (root / "test_plain.py").write_text(body, encoding="utf-8")
+    (root / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
+
+
+def bench_unused(rounds: int) -> float:
+    """A plain project with the plugin installed and unused, against the same run
+    with ``-p no:ctxbench``; prints and returns the median wall ratio."""
+    with tempfile.TemporaryDirectory(prefix="ctxbench-unused-") as tmp:
+        root = Path(tmp)
+        write_plain(root)
+        common = ["-q", "-p", "no:cacheprovider"]
+        a = Variant("A -p no:ctxbench", ["-p", "no:ctxbench"], expect_summary=False)
+        b = Variant("B installed, unused", [], expect_summary=False)
+        for i in range(rounds + 1):
+            for v in (a, b) if i % 2 == 0 else (b, a):
+                run_once(v, root, common, PLAIN_TESTS, record=i > 0)
+    med = statistics.median
+    ratio = med(b.walls) / med(a.walls)
+    print(f"a plain project of {PLAIN_TESTS} tests, {rounds} interleaved rounds (medians):")
+    for v in (a, b):
+        print(
+            f"  {v.name:<22} wall {med(v.walls):.3f} s (min {min(v.walls):.3f} s),"
+            f" peak RSS {mib(med(v.rss_peak))}"
+        )
+    print(
+        f"  unused / no:ctxbench = {ratio:.3f}x (target <= {UNUSED_TARGET}x)"
+        f"  {'PASS' if ratio <= UNUSED_TARGET else 'ABOVE TARGET'};"
+        f" {(med(b.walls) - med(a.walls)) * 1e3:+.0f} ms"
+    )
+    return ratio
+
+
+# ------------------------------------------------------------------------ memory
+
+
+def bench_memory(sizes: list[int], base: int, rounds: int, seed: int) -> float:
+    """Peak RSS of variants A (bare) and B (no-op ctxbench run) at each size, and
+    the growth per example above ``base`` examples; returns the largest growth
+    ratio B/A."""
+    med = statistics.median
+    peaks: dict[tuple[str, int], float] = {}
+    for n in [base, *sizes]:
+        with tempfile.TemporaryDirectory(prefix="ctxbench-memory-") as tmp:
+            root = Path(tmp)
+            write_workdir(root, n, seed)
+            common = ["-q", "-p", "no:cacheprovider"]
+            a = Variant("A bare", ["bare_noop.py"], expect_summary=False)
+            b = Variant("B ctxbench", B_ARGS, expect_summary=True)
+            for i in range(rounds):
+                for v in (a, b) if i % 2 == 0 else (b, a):
+                    run_once(v, root, common, n)
+            peaks["A", n] = med(a.rss_peak)
+            peaks["B", n] = med(b.rss_peak)
+        print(
+            f"  {n:>6} examples: bare {mib(peaks['A', n])}, ctxbench {mib(peaks['B', n])}",
+            flush=True,
+        )
+    print(
+        f"memory, {rounds} round(s) per size (medians); growth per example above"
+        f" {base:,} examples:"
+    )
+    header = ("examples", "bare peak", "ctxbench peak", "peak B/A", "bare /item",
+              "ctxbench /example", "growth B/A")
+    rows = []
+    worst = 0.0
+    for n in sizes:
+        grow_a = (peaks["A", n] - peaks["A", base]) * 1024 / (n - base)
+        grow_b = (peaks["B", n] - peaks["B", base]) * 1024 / (n - base)
+        ratio = grow_b / grow_a if grow_a > 0 else float("inf")
+        worst = max(worst, ratio)
+        rows.append((
+            f"{n:,}", mib(peaks["A", n]), mib(peaks["B", n]),
+            f"{peaks['B', n] / peaks['A', n]:.2f}x", f"{grow_a:.0f} B",
+            f"{grow_b:.0f} B",
+            f"{ratio:.2f}x {'PASS' if ratio <= GROWTH_TARGET else 'ABOVE TARGET'}",
+        ))
+    widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
+    fmt = "  " + "  ".join(f"{{:<{w}}}" for w in widths)
+    print(fmt.format(*header))
+    for r in rows:
+        print(fmt.format(*r))
+    n = sizes[0]
+    print(
+        f"  the no-op run's peak RSS at {n:,} examples: {mib(peaks['B', n])}"
+        f" ({peaks['B', n] / peaks['A', n]:.2f}x bare pytest's"
+        f" {mib(peaks['A', n])}); fixed part (at {base:,}):"
+        f" +{mib(peaks['B', base] - peaks['A', base])}"
+    )
+    print(f"  growth per example B/A, the largest: {worst:.2f}x (target <= {GROWTH_TARGET}x)")
+    return worst
+
+
+B_ARGS = ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=bench_system:passthrough"]
+
+
+SECTIONS = ("import", "unused", "memory", "examples")
+
+
+def bench_examples(args: argparse.Namespace) -> tuple[float, float]:
+    """Variants A and B at ``--n`` examples; returns the wall and memory ratios."""
     tmp = tempfile.mkdtemp(prefix="ctxbench-overhead-")
     root = Path(tmp)
     try:
@@ -286,18 +441,11 @@ def main(argv: list[str] | None = None) -> int:
             common += ["-n", str(args.xdist)]
         bare_args = ["bare_noop.py"] + (["-p", "no:ctxbench"] if args.no_plugin_in_bare else [])
         a = Variant("A bare", bare_args, expect_summary=False)
-        b = Variant(
-            "B ctxbench",
-            ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=bench_system:passthrough"],
-            expect_summary=True,
-        )
-        import pytest  # noqa: F401  (fail early, with a clear error, outside the venv)
-
+        b = Variant("B ctxbench", B_ARGS, expect_summary=True)
         print(
-            f"pytest-context-bench overhead: {args.n} examples, {args.repeat} rounds"
-            f" (+{args.warmup} warm-up), xdist {'-n ' + str(args.xdist) if args.xdist else 'off'},"
-            f" plugin in bare: {'no' if args.no_plugin_in_bare else 'yes'}; Python"
-            f" {sys.version.split()[0]}, pytest {sys.modules['pytest'].__version__}, {os.cpu_count()} CPUs"
+            f"examples: {args.n} examples, {args.repeat} rounds (+{args.warmup} warm-up),"
+            f" xdist {'-n ' + str(args.xdist) if args.xdist else 'off'},"
+            f" plugin in bare: {'no' if args.no_plugin_in_bare else 'yes'}"
         )
         print(f"common flags: {' '.join(common)}\n")
         for _ in range(args.warmup):
@@ -314,12 +462,10 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
         print()
-        wall_ratio, mem_ratio = report(a, b, args.n, args.xdist)
+        ratios = report(a, b, args.n, args.xdist)
         if args.profile:
             profile_b(b, root, ["-q", "-p", "no:cacheprovider"], args.profile.resolve(), args.profile_top)
-    except BenchError as exc:
-        print(f"\nBENCHMARK FAILED: {exc}", file=sys.stderr)
-        return 2
+        return ratios
     finally:
         if args.keep:
             print(f"\nkept: {root}")
@@ -327,9 +473,65 @@ def main(argv: list[str] | None = None) -> int:
             import shutil
 
             shutil.rmtree(root, ignore_errors=True)
-    if args.check and (wall_ratio > TARGET or mem_ratio > TARGET):
-        return 1
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated sections: {', '.join(SECTIONS)}; default all")
+    p.add_argument("--import-rounds", type=int, default=20, help="fresh interpreters for 'import'; default 20")
+    p.add_argument("--unused-rounds", type=int, default=20, help="rounds of the plain project for 'unused'; default 20")
+    p.add_argument("--memory-sizes", default="5000,50000", help="example counts for 'memory'; default 5000,50000")
+    p.add_argument("--memory-base", type=int, default=1000, help="the size growth is measured from; default 1000")
+    p.add_argument("--memory-rounds", type=int, default=2, help="rounds per size for 'memory'; default 2")
+    p.add_argument("--n", type=int, default=5000, help="examples (= tests per variant) for 'examples'; default 5000")
+    p.add_argument("--repeat", type=int, default=5, help="measured rounds of A then B; default 5")
+    p.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (bytecode, caches); default 1")
+    p.add_argument("--xdist", type=int, metavar="N", help="add -n N to both variants of 'examples'")
+    p.add_argument("--no-plugin-in-bare", action="store_true", help="add -p no:ctxbench to the bare variant")
+    p.add_argument("--check", action="store_true", help="exit 1 when a ratio is above the target")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--keep", action="store_true", help="keep the temporary directory and print its path")
+    p.add_argument("--profile", type=Path, metavar="OUT.prof", help="also run variant B once under cProfile (no xdist)")
+    p.add_argument("--profile-top", type=int, default=25)
+    args = p.parse_args(argv)
+    only = [x.strip() for x in args.only.split(",") if x.strip()]
+    if not only or set(only) - set(SECTIONS):
+        p.error(f"--only takes {', '.join(SECTIONS)}")
+    if args.n < 1 or args.repeat < 1:
+        p.error("--n and --repeat must be >= 1")
+    sizes = [int(x) for x in args.memory_sizes.split(",") if x.strip()]
+    if "memory" in only and (not sizes or min(sizes) <= args.memory_base):
+        p.error("--memory-sizes must all be above --memory-base")
+    import pytest  # (fail early, with a clear error, outside the venv)
+
+    print(
+        f"pytest-context-bench overhead: Python {sys.version.split()[0]}, pytest"
+        f" {pytest.__version__}, {os.cpu_count()} CPUs; sections: {', '.join(only)}\n"
+    )
+    above: list[str] = []
+    try:
+        if "import" in only:
+            if bench_import(args.import_rounds) > IMPORT_TARGET:
+                above.append("import")
+            print()
+        if "unused" in only:
+            if bench_unused(args.unused_rounds) > UNUSED_TARGET:
+                above.append("unused")
+            print()
+        if "memory" in only:
+            if bench_memory(sizes, args.memory_base, args.memory_rounds, args.seed) > GROWTH_TARGET:
+                above.append("memory")
+            print()
+        if "examples" in only:
+            wall_ratio, mem_ratio = bench_examples(args)
+            if wall_ratio > TARGET or mem_ratio > TARGET:
+                above.append("examples")
+    except BenchError as exc:
+        print(f"\nBENCHMARK FAILED: {exc}", file=sys.stderr)
+        return 2
+    if above:
+        print(f"\nabove target: {', '.join(above)}")
+    return 1 if args.check and above else 0
 
 
 if __name__ == "__main__":

@@ -8,27 +8,66 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .engine import evaluate, run_example
-from .memory import evaluate_memory
-from .errors import (
-    BlockingSystemWarning,
-    CacheWarning,
-    ConfigError,
-    CtxBenchError,
-    DatasetError,
-    LLMError,
-    SystemLoadError,
-    UnattributedCallWarning,
-)
-from .outcome import EvalResult
-from .results import EvalRow
-from .types import Evaluator, MemorySystem, Metric, System
-
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 if TYPE_CHECKING:
     import httpx
     import httpx2
+
+    from .engine import evaluate, run_example
+    from .errors import (
+        BlockingSystemWarning,
+        CacheWarning,
+        ConfigError,
+        CtxBenchError,
+        DatasetError,
+        LLMError,
+        SystemLoadError,
+        UnattributedCallWarning,
+    )
+    from .memory import evaluate_memory
+    from .outcome import EvalResult
+    from .results import EvalRow
+    from .types import Evaluator, MemorySystem, Metric, System
+
+# Loaded on first use (``from pytest_context_bench import evaluate`` works as
+# before): pytest imports this package in every run through the plugin's entry
+# point, and a run that never asks for ctxbench must not pay for the engine.
+_LAZY: dict[str, str] = {
+    "evaluate": "engine",
+    "run_example": "engine",
+    "evaluate_memory": "memory",
+    "EvalResult": "outcome",
+    "EvalRow": "results",
+    "System": "types",
+    "MemorySystem": "types",
+    "Evaluator": "types",
+    "Metric": "types",
+    "CtxBenchError": "errors",
+    "ConfigError": "errors",
+    "DatasetError": "errors",
+    "SystemLoadError": "errors",
+    "LLMError": "errors",
+    "CacheWarning": "errors",
+    "UnattributedCallWarning": "errors",
+    "BlockingSystemWarning": "errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "__version__",

@@ -94,12 +94,27 @@ def _interval(sorted_stats: Sequence[float], confidence: float) -> tuple[float, 
     return percentile(sorted_stats, alpha / 2.0), percentile(sorted_stats, 1.0 - alpha / 2.0)
 
 
+def _draws(rng: random.Random, n: int) -> list[int]:
+    """``[rng.randrange(n) for _ in range(n)]``: the same numbers, drawn the same way
+    from the same stream (randrange's rejection sampling on ``getrandbits``), without
+    its per-call checks (about 3x faster; a bootstrap makes millions of draws)."""
+    k = n.bit_length()
+    getrandbits = rng.getrandbits
+    out: list[int] = []
+    append = out.append
+    for _ in range(n):
+        r = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        append(r)
+    return out
+
+
 def _bootstrap_means(values: Sequence[float], n_resamples: int, rng: random.Random) -> list[float]:
     """Sorted means of ``n_resamples`` resamples (with replacement) of ``values``."""
     n = len(values)
-    randrange = rng.randrange
     out = [
-        math.fsum([values[randrange(n)] for _ in range(n)]) / n for _ in range(n_resamples)
+        math.fsum([values[i] for i in _draws(rng, n)]) / n for _ in range(n_resamples)
     ]
     out.sort()
     return out
@@ -367,7 +382,7 @@ def paired_ratio_test(
     rng = random.Random(seed)
     boot: list[float] = []
     for _ in range(n_resamples):
-        idx = [rng.randrange(n) for _ in range(n)]
+        idx = _draws(rng, n)
         boot.append(
             _ratio_diff(
                 _ratio(math.fsum([an[i] for i in idx]), math.fsum([ad[i] for i in idx])),

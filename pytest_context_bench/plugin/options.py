@@ -16,6 +16,10 @@ import pytest
 
 __all__ = ["OPTIONS", "OUTPUT_OPTIONS", "Settings", "addoptions", "ini_bool", "Option"]
 
+#: The marker's name (``@pytest.mark.ctxbench``); here, not in collection.py, so that
+#: the hooks of a run that uses no ctxbench can check for it without loading the rest.
+MARKER = "ctxbench"
+
 
 @dataclass(frozen=True)
 class Option:
@@ -1003,12 +1007,13 @@ def _cache_settings(
     get: Callable[[Option], tuple[Any, bool]], invdir: Path, inidir: Path
 ) -> tuple[str, Path | None, dict[str, Any]]:
     """The cache mode, the cache directory and the price table, validated."""
-    from ..cache import MODES
-    from ..pricing import parse_price
-
     raw, from_cli = get(CACHE)
     mode = str(raw).strip().lower() if raw else "once"
-    if mode not in MODES:
+    if raw:
+        # Only then: the cache module imports sqlite3, which a run that does not
+        # ask for ctxbench must not pay for (docs/overhead.md).
+        from ..cache import MODES
+    if raw and mode not in MODES:
         raise pytest.UsageError(
             f"{CACHE.where(from_cli)} must be one of {', '.join(MODES)}, given: {raw!r}"
             " (vcrpy/pytest-recording record modes: new_episodes = once, none ="
@@ -1034,7 +1039,7 @@ def _cache_settings(
                 f" point it at a writable directory or pass {CACHE.flag}=off"
             )
     specs, from_cli = get(PRICE)
-    from ..pricing import AUTO, PriceTable
+    from ..pricing import AUTO, PriceTable, parse_price
 
     prices = PriceTable()
     for spec in specs:

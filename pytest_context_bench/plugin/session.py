@@ -12,24 +12,25 @@ import platform
 import sys
 from pathlib import Path
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ..report import RunReport, build_run_report, render_lines, to_json_dict, write_json
-from ..report.terminal import wrap_line
-from ..report.run import Record, SuiteInfo
-from ..report.verdicts import Verdict, is_verdict, comparison_verdicts, gate_verdicts
-from .._files import atomic_write_text
-from ..results import EvalRow, json_safe
 from .._text import inert
-from ..urls import redact
-from ..verdict import Verdict as Judgement
-from ..verdict import comparison_doc, comparison_lines, judge
 from .llmcache import BUDGET_KEY, UNATTRIBUTED_KEY
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
 from .options import GATE_PARTIAL, Settings
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
+
+if TYPE_CHECKING:
+    from ..report import RunReport
+    from ..report.run import Record, SuiteInfo
+    from ..report.verdicts import Verdict
+    from ..verdict import Verdict as Judgement
+
+# The report, its writers and the verdicts are imported where they are used: every
+# pytest run registers a Controller, and one that never sees a ctxbench row must
+# not load them (docs/overhead.md).
 
 __all__ = ["Controller", "is_worker", "CtxBenchWarning", "USAGE_PREFIX", "log_verdicts"]
 
@@ -186,8 +187,11 @@ class Controller:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if is_verdict(report.nodeid):
-            return  # our own verdicts, logged by finish()
+        if report.nodeid.startswith("ctxbench::"):  # report.verdicts.VERDICT_PREFIX
+            from ..report.verdicts import is_verdict
+
+            if is_verdict(report.nodeid):
+                return  # our own verdicts, logged by finish()
         payload = read_payload(report)
         if payload is not None and self.on_first_payload is not None:
             first, self.on_first_payload = self.on_first_payload, None
@@ -208,6 +212,9 @@ class Controller:
             elif report.skipped:
                 self._skipped.add(report.nodeid)
             return
+        from ..report.run import Record, SuiteInfo
+        from ..results import EvalRow
+
         suite = payload.get("suite")
         if suite is not None and str(suite["origin"]) not in self.infos:
             self.infos[str(suite["origin"])] = SuiteInfo.from_wire(suite)
@@ -245,6 +252,8 @@ class Controller:
     def expect(self, suite: dict[str, Any]) -> None:
         """A suite known before any row arrives (the command line's, on the
         controller): its gates are decided even when no example produces a row."""
+        from ..report.run import SuiteInfo
+
         self.infos.setdefault(str(suite["origin"]), SuiteInfo.from_wire(suite))
 
     def _check_selection(self, session: pytest.Session) -> None:
@@ -312,6 +321,10 @@ class Controller:
             and not interrupted
         ):
             return
+        from ..report import build_run_report
+        from ..report.verdicts import comparison_verdicts, gate_verdicts
+        from ..verdict import judge
+
         lost = self.lost + [d["nodeid"] for d in self._lost_rows]
         self.report = build_run_report(self.records, self.infos, lost)
         self._completeness(interrupted, str(stopped) if stopped else None)
@@ -403,6 +416,7 @@ class Controller:
     def _write_views(self, doc: dict[str, Any]) -> None:
         """The Markdown and HTML views of the JSON document (each written atomically;
         the step summary is appended, as GitHub asks)."""
+        from .._files import atomic_write_text
         from ..report.markdown import render_markdown
 
         markdown = None
@@ -456,8 +470,13 @@ class Controller:
             # How a suite is gated travels with its rows; when every row of a suite
             # was lost, the manifest still says (its limits must not vanish).
             if origin not in self.infos:
+                from ..report.run import SuiteInfo
+
                 self.infos[origin] = SuiteInfo.from_wire(wire)
         for d in lost_rows:
+            from ..report.run import Record
+            from ..results import EvalRow
+
             self.records.append(
                 Record(
                     suite=d["suite"],
@@ -557,6 +576,11 @@ class Controller:
         self.report.completeness = self.completeness
 
     def _write_json(self, config: pytest.Config) -> None:
+        from ..report import to_json_dict, write_json
+        from ..results import json_safe
+        from ..urls import redact
+        from ..verdict import comparison_doc
+
         assert self.report is not None
         workers = getattr(config.option, "numprocesses", None)
         run: dict[str, Any] = {
@@ -632,6 +656,9 @@ class Controller:
             if self.baseline_error:
                 terminalreporter.write_line(self.baseline_error, red=True)
             return
+        from ..report import render_lines
+        from ..verdict import comparison_lines
+
         tr = terminalreporter
         tr.write_sep("=", "ctxbench summary")
         for info in self._datasets_info() if self._datasets_info else ():
@@ -710,6 +737,8 @@ class _InertWriter:
 
     def write_line(self, text: str, **markup: bool) -> None:
         # Every line fits the terminal (COLUMNS): a long one is wrapped at spaces.
+        from ..report.terminal import wrap_line
+
         width = self.config.get_terminal_writer().fullwidth
         for line in wrap_line(inert(str(text)), width):
             self._tr.write_line(line, **markup)
@@ -754,6 +783,8 @@ def log_verdicts(
                 message = inert(v.message)
                 if enforced:
                     # Lines that fit the terminal (pytest prints the text as is).
+                    from ..report.terminal import wrap_line
+
                     width = config.get_terminal_writer().fullwidth
                     outcome = "failed"
                     longrepr = "\n".join(wrap_line(f"gate breached: {message}", width))
