@@ -754,20 +754,25 @@ _SCRIPT = r"""
     const meta = r.metadata || {};
     const field = meta.score_field;
     const score = r.error ? 0 : (r.scores && field in r.scores ? num(r.scores[field]) : NaN);
-    const details = [];
+    const details = [];  // every key: searched
+    const brief = [];  // each evaluator's reason: shown in the column (the row expands to the rest)
     Object.keys(meta).forEach(function (k) {
       const v = meta[k];
       if (v && typeof v === "object" && !Array.isArray(v) && !(k in USAGE)) {
-        details.push(k + ": " + Object.keys(v).map(function (x) {
+        const pairs = Object.keys(v).map(function (x) {
           const val = v[x];
           return x + "=" + (typeof val === "object" ? JSON.stringify(val) : String(val));
-        }).join(", "));
+        });
+        details.push(k + ": " + pairs.join(", "));
+        const why = typeof v.reason === "string" && v.reason ? v.reason : pairs.slice(0, 2).join(", ");
+        const line = k + ": " + why;
+        brief.push(line.length > 160 ? line.slice(0, 159) + "…" : line);
       }
     });
     const err = r.error ? r.error.type + ": " + r.error.message + (r.error.where ? " (in " + r.error.where + ")" : "") : "";
     const haystack = [r.example_id, r.dataset, r.suite, r.system, r.status, r.response, r.reference, err, details.join(" ")]
       .join("\u0000").toLowerCase();
-    return {i: i, r: r, score: score, field: field, details: details.join("\n"), err: err, hay: haystack};
+    return {i: i, r: r, score: score, field: field, details: brief.join("\n"), err: err, hay: haystack};
   });
   const STATUSES = ["pass", "below", "error", "unscored"];
   const counts = {};
