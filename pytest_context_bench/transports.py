@@ -423,36 +423,28 @@ class _Core:
         self.note(facts, response.status_code, cache=how, data=data)
         good = data is not None and not facts.get("bad_usage")
         if cache is not None and key is not None and good:
-            try:
-                cache.store.put(
-                    key,
-                    request.method,
-                    str(request.url),
-                    CachedResponse(
-                        response.status_code, ctype, content, time.time(), __version__
-                    ),
-                    facts.get("hostless"),
-                )
-                cache.count("stored")
-            except CacheFileError as exc:
-                self.broken(cache, exc)
-        headers = [
-            (k, v)
-            for k, v in response.headers.multi_items()
-            if k.lower() not in _DROP_HEADERS
-        ]
-        fresh: httpx.Response = self.http.Response(
-            response.status_code,
-            headers=headers,
-            content=content,
-            request=request,
-            extensions={
-                k: v
-                for k, v in response.extensions.items()
-                if k in ("http_version", "reason_phrase")
-            },
-        )
-        return fresh
+            entry = CachedResponse(
+                response.status_code, ctype, content, time.time(), __version__
+            )
+            self.store(cache, key, request.method, str(request.url), facts, entry)
+        return self._passed_on(request, response, content=content)
+
+    def store(
+        self,
+        cache: LLMCache,
+        key: str,
+        method: str,
+        url: str,
+        facts: dict[str, Any],
+        entry: CachedResponse,
+    ) -> None:
+        """Store a reply (a JSON one, or a stream's events) under ``key``, with the
+        key of the same request at any host (a replay miss names that host)."""
+        try:
+            cache.store.put(key, method, url, entry, facts.get("hostless"))
+            cache.count("stored")
+        except CacheFileError as exc:
+            self.broken(cache, exc)
 
     def meter(self, content: bytes, facts: dict[str, Any], how: str) -> Any:
         """Parse the reply; append its usage to the current call. Returns the parsed
@@ -526,7 +518,7 @@ class _Core:
             return response
         record = _Record(self, cache, key, request, response, facts)
         stream = _streams(self.http)[0](response, record)
-        return self._passed_on(request, response, stream)
+        return self._passed_on(request, response, stream=stream)
 
     def astreamed(
         self,
@@ -542,7 +534,7 @@ class _Core:
             return response
         record = _Record(self, cache, key, request, response, facts)
         stream = _streams(self.http)[1](response, record)
-        return self._passed_on(request, response, stream)
+        return self._passed_on(request, response, stream=stream)
 
     @staticmethod
     def _recordable(response: Any) -> bool:
@@ -550,8 +542,10 @@ class _Core:
         return 200 <= response.status_code < 300 and is_event_stream(ctype)
 
     def _passed_on(
-        self, request: httpx.Request, response: httpx.Response, stream: Any
+        self, request: httpx.Request, response: httpx.Response, **body: Any
     ) -> httpx.Response:
+        """A fresh response of ``response``'s status and headers (less those that
+        described the wire body) with ``body``: ``content=`` or ``stream=``."""
         headers = [
             (k, v)
             for k, v in response.headers.multi_items()
@@ -560,8 +554,8 @@ class _Core:
         passed: httpx.Response = self.http.Response(
             response.status_code,
             headers=headers,
-            stream=stream,
             request=request,
+            **body,
             extensions={
                 k: v
                 for k, v in response.extensions.items()
@@ -804,16 +798,10 @@ class _Record:
             return
         if any(name == "error" or _is_error(data) for name, data in sse_events(body)):
             return  # an error reported inside the stream is not a reply to keep
-        try:
-            cache.store.put(
-                key,
-                self.method,
-                self.url,
-                CachedResponse(self.status, self.ctype, body, time.time(), __version__),
-            )
-            cache.count("stored")
-        except CacheFileError as exc:
-            self.core.broken(cache, exc)
+        self.core.store(
+            cache, key, self.method, self.url, self.facts,
+            CachedResponse(self.status, self.ctype, body, time.time(), __version__),
+        )
 
 
 def _is_error(data: str) -> bool:

@@ -162,6 +162,29 @@ def test_strict_replay_sends_no_stream_and_no_unkeyable_request(tmp_path: Path) 
     assert "nothing was sent" in scope.usage[0]["error"]
 
 
+
+def test_a_stream_recorded_for_another_host_is_named_on_a_replay_miss(
+    tmp_path: Path,
+) -> None:
+    """A stored stream keeps the key of the same request at any host, as a JSON
+    reply does: replayed against localhost instead of 127.0.0.1, the miss names
+    the URL it was recorded for."""
+    with FakeLLM(default=Reply(text=ANSWER, usage=USAGE)) as llm:
+        with call_scope(_scope()):
+            _chunks(_sdk(llm, LLMCache.in_dir(tmp_path, "once")), **WITH_USAGE)
+        port = llm.url_v1.split(":")[2].split("/")[0]
+        body = {"model": "m", "messages": QUESTION, "stream": True, **WITH_USAGE}
+        replay = LLMCache.in_dir(tmp_path, "replay")
+        with call_scope(_scope()), http_client(replay) as client:
+            missed = client.post(f"http://localhost:{port}/v1/chat/completions", json=body)
+        assert len(llm.requests) == 1
+        recorded = f"{llm.url_v1}/chat/completions"
+    assert missed.status_code == MISS_STATUS
+    assert (
+        f"recorded for another host: {recorded}; only the host differs"
+        in missed.json()["error"]["message"]
+    )
+
 def test_an_abandoned_or_broken_stream_is_not_stored(tmp_path: Path) -> None:
     cache = LLMCache.in_dir(tmp_path, "once")
     with FakeLLM(default=Reply(text=ANSWER, usage=USAGE)) as llm:
