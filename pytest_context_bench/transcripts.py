@@ -50,6 +50,10 @@ TEXT_CAP = 4000
 #: Messages of one record kept at most (the first quarter and the rest from the
 #: end; one placeholder message says how many were left out).
 MESSAGE_CAP = 40
+#: Characters of all the messages of one record together, at most (each message then
+#: gets an equal share, at least :data:`MIN_SHARE`).
+RECORD_TEXT_CAP = 16000
+MIN_SHARE = 200
 #: Attempts of one record kept at most (the first half and the last half).
 ATTEMPT_CAP = 10
 #: Characters of one sampling parameter's JSON kept at most (a response_format
@@ -192,7 +196,12 @@ def _capped_messages(messages: list[dict[str, str]]) -> list[dict[str, str]]:
             {"role": "omitted", "text": f"[{left:,} messages omitted]"},
             *messages[len(messages) - last :],
         ]
-    return [{"role": clip(m["role"], 100), "text": clip(m["text"])} for m in messages]
+    # The messages of one record share RECORD_TEXT_CAP: past it, each is cut to an
+    # equal share (so 40 long messages make 16,000 characters, not 160,000).
+    cap = TEXT_CAP
+    if sum(min(len(m["text"]), TEXT_CAP) for m in messages) > RECORD_TEXT_CAP:
+        cap = max(MIN_SHARE, RECORD_TEXT_CAP // len(messages))
+    return [{"role": clip(m["role"], 100), "text": clip(m["text"], cap)} for m in messages]
 
 
 def _param(value: Any) -> Any:

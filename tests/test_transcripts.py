@@ -32,7 +32,12 @@ from pytest_context_bench.llm import LLMClient, LLMError
 from pytest_context_bench.report.json_report import load_report
 from pytest_context_bench.results import EvalRow
 from pytest_context_bench.testing import FakeLLM, Reply
-from pytest_context_bench.transcripts import MESSAGE_CAP, TEXT_CAP, clip
+from pytest_context_bench.transcripts import (
+    MESSAGE_CAP,
+    RECORD_TEXT_CAP,
+    TEXT_CAP,
+    clip,
+)
 
 KEY = "sk-transcript-test-0123456789"
 
@@ -171,7 +176,9 @@ def test_texts_messages_and_records_are_capped(recording: None) -> None:
         with call_scope(scope):
             client.chat([{"role": "user", "content": "long"}], "m")
             client.chat([{"role": "user", "content": f"m{i}"} for i in range(100)], "m")
-            for i in range(23):
+            # 10 long messages share the record's 16,000 characters
+            client.chat([{"role": "user", "content": f"{i}" + long} for i in range(10)], "m")
+            for i in range(22):
                 client.chat([{"role": "user", "content": f"call {i}"}], "m")
         client.close()
     row = EvalRow("s", "1", {}, 0, 0)
@@ -179,8 +186,14 @@ def test_texts_messages_and_records_are_capped(recording: None) -> None:
     # 25 calls: the first 10 and the last 10 kept, 5 counted.
     assert len(row.calls) == 20 and row.calls_omitted == 5
     assert [c["messages"][0]["text"] for c in row.calls[10:]] == [
-        f"call {i}" for i in range(13, 23)
+        f"call {i}" for i in range(12, 22)
     ]
+    shared = row.calls[2]["messages"]
+    share = RECORD_TEXT_CAP // 10
+    assert [m["text"] for m in shared] == [
+        clip(f"{i}" + long, share) for i in range(10)
+    ]
+    assert sum(len(m["text"]) for m in shared) <= RECORD_TEXT_CAP + 10 * 40
     reply = row.calls[0]["reply"]
     omitted = len(long) - TEXT_CAP
     assert reply == (
