@@ -980,17 +980,7 @@ def http_client(cache: Any = _DEFAULT, *, flavor: str = "httpx", **kwargs: Any) 
     :raises ValueError: an unknown ``flavor``.
     :raises ImportError: ``flavor="httpx2"`` without the ``httpx2`` package.
     """
-    if flavor != "httpx":
-        sync, _ = httpx2_transports(flavor)
-        module = sys.modules["httpx2"]
-        inner, outer = _split(kwargs)
-        return module.Client(
-            transport=sync(module.HTTPTransport(**inner), cache), **outer
-        )
-    inner, outer = _split(kwargs)
-    return httpx.Client(
-        transport=CacheTransport(httpx.HTTPTransport(**inner), cache), **outer
-    )
+    return _client(flavor, False, cache, kwargs)
 
 
 @overload
@@ -1007,18 +997,26 @@ def async_http_client(
     """The :class:`httpx.AsyncClient` twin of :func:`http_client`
     (``AsyncOpenAI(http_client=async_http_client())``;
     ``AsyncAnthropic(http_client=async_http_client(flavor="httpx2"))``)."""
-    if flavor != "httpx":
-        _, asynchronous = httpx2_transports(flavor)
+    return _client(flavor, True, cache, kwargs)
+
+
+def _client(
+    flavor: str, asynchronous: bool, cache: Any, kwargs: dict[str, Any]
+) -> Any:
+    """The flavor's (async) ``Client`` over its ``HTTPTransport`` wrapped in our
+    cache transport; ``kwargs`` split between the two (:func:`_split`)."""
+    if flavor == "httpx":
+        module: Any = httpx
+        ours: tuple[Any, Any] = (CacheTransport, AsyncCacheTransport)
+    else:
+        ours = httpx2_transports(flavor)
         module = sys.modules["httpx2"]
-        inner, outer = _split(kwargs)
-        return module.AsyncClient(
-            transport=asynchronous(module.AsyncHTTPTransport(**inner), cache),
-            **outer,
-        )
     inner, outer = _split(kwargs)
-    return httpx.AsyncClient(
-        transport=AsyncCacheTransport(httpx.AsyncHTTPTransport(**inner), cache), **outer
-    )
+    if asynchronous:
+        raw = module.AsyncHTTPTransport(**inner)
+        return module.AsyncClient(transport=ours[1](raw, cache), **outer)
+    raw = module.HTTPTransport(**inner)
+    return module.Client(transport=ours[0](raw, cache), **outer)
 
 
 _TRANSPORT_ARGS = (
