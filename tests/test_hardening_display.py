@@ -34,6 +34,17 @@ UNSAFE = re.compile(
 NO_ESCAPING = "disable_test_id_escaping_and_forfeit_all_rights_to_community_support"
 
 
+def _project(pytester: pytest.Pytester, ini: str = "") -> None:
+    """qa.jsonl with an example per hostile id in IDS, and SYSTEMS importable."""
+    rows = [
+        {"id": i, "question": "Capital?", "answer": "Paris", "context": "c"}
+        for i in IDS
+    ]
+    pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
+    pytester.makepyfile(systems=SYSTEMS)
+    pytester.makeini("[pytest]\npythonpath = .\n" + ini)
+
+
 @pytest.mark.parametrize(
     "mode, ini",
     [([], ""), (["-n", "2"], ""), ([], f"{NO_ESCAPING} = true\n")],
@@ -45,13 +56,7 @@ def test_data_never_controls_the_terminal_junit_or_markdown(
     mode: list[str],
     ini: str,
 ) -> None:
-    rows = [
-        {"id": i, "question": "Capital?", "answer": "Paris", "context": "c"}
-        for i in IDS
-    ]
-    pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
-    pytester.makepyfile(systems=SYSTEMS)
-    pytester.makeini("[pytest]\npythonpath = .\n" + ini)
+    _project(pytester, ini)
     summary = pytester.path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = pytester.runpytest_subprocess(
@@ -106,13 +111,7 @@ def test_compare_and_merge_print_data_as_escapes(
 ) -> None:
     from pytest_context_bench.cli import main
 
-    rows = [
-        {"id": i, "question": "Capital?", "answer": "Paris", "context": "c"}
-        for i in IDS
-    ]
-    pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
-    pytester.makepyfile(systems=SYSTEMS)
-    pytester.makeini("[pytest]\npythonpath = .\n")
+    _project(pytester)
     a, b = pytester.path / "a.json", pytester.path / "b.json"
     for out in (a, b):
         pytester.runpytest(
