@@ -1,40 +1,47 @@
 """Adaptive trials (``--ctxbench-trials=adaptive``): which examples to ask again, and
-a pass-rate test that keeps its false-alarm rate under that choice. Pure standard
-library.
+the pass-rate test a run with unequal trials per example is gated with. Pure
+standard library.
 
-The design (docs/gating.md, "Adaptive trials", gives the argument in full)
------------------------------------------------------------------------
+The design (docs/gating.md, "Adaptive trials", gives the argument and the
+measurements)
+-----------------------------------------------------------------------------
 The baseline holds ``R`` trials of every example (saved with
-``--ctxbench-repeat=R``, ``R >= K``). The run asks each example once; an example is
-asked ``K - 1`` more times (``K`` = ``--ctxbench-max-trials``) only when it is
-*informative* and a seeded coin says so:
+``--ctxbench-repeat=R``; 12 recommended). The run asks each example once, and asks
+a share of the examples again, so that the run spends ``budget`` calls per example:
 
-* **Stage 1**, every example: its first trial against the baseline's first
-  ``R - (K - 1)`` trials (the *stage-1 trials*). The example is informative when
-  these outcomes are mixed: the first trial disagrees with one of them.
-* **Selection**: an informative example is asked again with probability ``rho``,
-  the same for every example of a suite, set from the baseline's stage-1 trials so
-  that an unchanged System spends ``budget`` calls per example on average. The coin
-  is a hash of the example's identity: the same examples are chosen in-process,
-  under ``-n``, in every shard and on every replay.
-* **Stage 2**, the examples asked again: their ``K - 1`` new trials against the
-  baseline's last ``K - 1`` trials (the *held-out trials*), which nothing before
-  stage 2 looked at.
+* **The pool.** Only an example the baseline saw pass at least once can show a drop;
+  one that failed every baseline trial is never asked again (its share of the budget
+  goes to the others).
+* **How many more.** One more trial each for as many pool examples as the budget
+  pays for; when it pays for more than one per pool example, ``e`` more each, up to
+  ``K - 1`` (``K`` = ``--ctxbench-max-trials``). Spreading the trials is what the
+  information of a shared drop asks for: per example it is concave in the trials.
+* **Which.** The pool examples with the smallest seeded hash of their identity (a
+  coin that is the same in every process, mode, shard and replay). The choice
+  depends on the baseline and the seed only, never on the run's outcomes.
 
-Each stage is an exact conditional test (Mantel-Haenszel: within an example, an
-unchanged System makes its trials of both runs exchangeable, so given how many of
-them passed, the number of the run's passes is hypergeometric; the null
-distribution of the sum over examples is their exact convolution). Stage 2 is valid
-conditionally on everything stage 1 saw, whatever the selection did with it, so the
-inverse-normal combination of the two p-values with weights fixed in advance (by
-``R``, ``K`` and the budget, never by outcomes) is a level-``alpha`` test: the
-two-stage adaptive design of Bauer & Koehne (1994) and Lehmacher & Wassmer (1999).
+The test is **exact and conditional**, stratified by example: if the System did
+not change, an example's trials of both runs are independent draws with one pass
+probability, so given how many of them passed (``t``), which of them are the run's
+is a uniform labelling, and the run's passes in it are hypergeometric (restricted,
+for a pool example, to labellings that leave the baseline a pass: the pool was
+chosen on that). The statistic weighs each example's run passes by
+``1 / (p~ (1 - p~))``, ``p~ = (t + 1) / (n + 2)`` (a drop of a few points moves a
+near-certain example's odds most), a function of what the test conditions on; its
+null distribution is the convolution of the examples' weighted hypergeometric
+counts, read from seeded Monte Carlo draws, and ``(1 + #{T* <= T}) / (B + 1)`` is a
+valid p-value at any number of draws ``B``. The verdict's interval is the
+test-based one (Miettinen): the estimate of the change (run − baseline pass rate,
+per example, averaged) with the standard error the test's p-value implies, so the
+interval and the test agree.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import math
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -44,19 +51,22 @@ from .stats import PairedResult
 
 __all__ = [
     "ADAPTIVE_TEST",
+    "REPLICATES",
     "Design",
     "Example",
     "adaptive_test",
+    "allocation",
     "coin",
-    "informative",
-    "reask_rate",
+    "in_pool",
 ]
 
 #: ``PairedResult.test`` of the adaptive pass-rate test.
-ADAPTIVE_TEST = "adaptive-two-stage"
-#: The number of normal replicates standing for the combined estimate's
-#: distribution in :attr:`PairedResult.boot_diffs` (read by ``drop_verdict``).
-_REPLICATES = 2000
+ADAPTIVE_TEST = "adaptive-stratified"
+#: Monte Carlo draws of the test's null distribution.
+REPLICATES = 1999
+#: The number of normal replicates standing for the estimate's distribution in
+#: :attr:`PairedResult.boot_diffs` (read by ``drop_verdict``).
+_NORMAL_REPLICATES = 2000
 _N = NormalDist()
 
 
@@ -64,8 +74,8 @@ _N = NormalDist()
 class Design:
     """The constants of one suite's adaptive design, fixed before any outcome.
 
-    :param max_trials: ``K``, trials of an example asked again (``>= 2``).
-    :param budget: calls per example on average for an unchanged System (``> 1``).
+    :param max_trials: ``K``, the most trials one example gets (``>= 2``).
+    :param budget: calls per example, in passes over the examples (``> 1``).
     :param baseline_trials: ``R``, the baseline's trials per example (``>= K``).
     """
 
@@ -82,65 +92,30 @@ class Design:
             raise ConfigError(
                 f"adaptive trials with --ctxbench-max-trials={self.max_trials} need a"
                 f" baseline with at least {self.max_trials} trials per example (saved with"
-                f" --ctxbench-repeat={self.max_trials} or more); it has {self.baseline_trials}."
+                f" --ctxbench-repeat={self.max_trials} or more; 12 recommended); it has"
+                f" {self.baseline_trials}."
             )
 
-    @property
-    def held_out(self) -> int:
-        """Baseline trials kept for stage 2: ``K - 1``."""
-        return self.max_trials - 1
 
-    @property
-    def stage1(self) -> int:
-        """Baseline trials stage 1 compares the first trial with: ``R - (K - 1)``."""
-        return self.baseline_trials - self.held_out
-
-    def weights(self) -> tuple[float, float]:
-        """The inverse-normal weights ``(w1, w2)``, ``w1**2 + w2**2 = 1``: each stage's
-        planned information for a drop (per example, in units of its variance)."""
-        k1, h = self.stage1, self.held_out
-        info1 = k1 / (k1 + 1.0)  # 1 trial against k1
-        info2 = (self.budget - 1.0) / h * (h / 2.0)  # h against h, (budget-1)/h of them
-        total = info1 + info2
-        return math.sqrt(info1 / total), math.sqrt(info2 / total)
+def in_pool(baseline: Sequence[int | None]) -> bool:
+    """True when an example's baseline trials (1, 0 or None) passed at least once:
+    only such an example can show a drop, and only such one is asked again."""
+    return any(b == 1 for b in baseline)
 
 
-def informative(first: int, stage1: Sequence[int]) -> bool:
-    """True when the first trial's outcome and the baseline's stage-1 outcomes (all
-    0 or 1) are mixed: the example has not settled."""
-    total = first + sum(stage1)
-    return 0 < total < len(stage1) + 1
+def allocation(design: Design, examples: int, pool: int) -> tuple[int, int]:
+    """``(extra, chosen)``: how many more trials each chosen example gets, and how
+    many pool examples are chosen, so that ``examples + extra * chosen`` calls stay
+    within ``budget * examples``.
 
-
-def reask_rate(design: Design, stage1_outcomes: Iterable[Sequence[int]], examples: int) -> float:
-    """``rho``: the chance an informative example is asked again.
-
-    Set so that an unchanged System spends ``budget`` calls per example on average:
-    how many examples become informative is bounded from above by the baseline's
-    stage-1 trials alone (mixed ones already are; an unmixed one breaks with the
-    chance that one more trial differs, bounded by the share of examples whose
-    trials differ in exactly one place; with one stage-1 trial, every example is
-    assumed to break), so ``rho`` errs on the side of fewer calls.
-
-    :param stage1_outcomes: per eligible example, its baseline stage-1 outcomes.
     :param examples: the suite's examples (each costs its first call).
+    :param pool: those of them in the pool (:func:`in_pool`).
     """
-    expected = 0.0
-    for outcomes in stage1_outcomes:
-        k, c = len(outcomes), sum(outcomes)
-        if 0 < c < k:
-            expected += 1.0
-        if k == 1:
-            expected += 1.0  # one trial says nothing about the next: assume it ties
-        elif k > 1:
-            # An all-pass example breaks with chance E[p^k (1-p)] <= E[p^(k-1) (1-p)],
-            # which "k-1 passes, one failure" estimates without bias (1/k of them per
-            # order); all-fail alike. An upper bound: the budget is not overspent.
-            expected += ((c == k - 1) + (c == 1)) / k
-    if expected <= 0.0:
-        return 1.0
-    extra = (design.budget - 1.0) * examples / design.held_out
-    return min(1.0, extra / expected)
+    if pool <= 0 or examples <= 0:
+        return 0, 0
+    calls = (design.budget - 1.0) * examples
+    extra = min(design.max_trials - 1, max(1, math.ceil(calls / pool - 1e-9)))
+    return extra, min(pool, int(math.floor(calls / extra + 1e-9)))
 
 
 def coin(seed: int, suite: str, dataset: str, example_id: str) -> float:
@@ -165,53 +140,93 @@ class Example:
     baseline: tuple[int | None, ...]
 
 
-def _null_tail(tables: Sequence[tuple[int, int, int]], observed: int) -> float:
-    """``P(S <= observed)`` for ``S`` the sum over tables of independent
-    hypergeometric counts; a table ``(n, k, t)``: ``k`` of ``n`` trials are the
-    run's, ``t`` of the ``n`` passed."""
+def _stratum(r: int, k: int, t: int, pooled: bool) -> list[float]:
+    """The null pmf of the run's passes in one example: ``k`` run trials and ``r``
+    baseline trials, ``t`` passes in all; index ``c`` (``c`` passes of the run).
+    ``pooled``: only labellings that leave the baseline a pass."""
+    top = min(k, t - 1) if pooled else min(k, t)
+    pmf = [0.0] * (k + 1)
+    for c in range(max(0, t - r), top + 1):
+        pmf[c] = float(math.comb(r, t - c) * math.comb(k, c))
+    total = math.fsum(pmf)
+    return [x / total for x in pmf] if total > 0 else pmf
+
+
+def _sum_cdf(pmf: list[float], m: int) -> list[float]:
+    """The CDF of the sum of ``m`` independent draws from ``pmf`` (exact
+    convolution)."""
     dist = [1.0]
-    for n, k, t in tables:
-        lo, hi = max(0, k - (n - t)), min(k, t)
-        total = math.comb(n, k)
-        pmf = [(o, math.comb(t, o) * math.comb(n - t, k - o) / total) for o in range(lo, hi + 1)]
-        new = [0.0] * (len(dist) + hi)
+    for _ in range(m):
+        new = [0.0] * (len(dist) + len(pmf) - 1)
         for s, ps in enumerate(dist):
             if ps:
-                for o, po in pmf:
-                    new[s + o] += ps * po
+                for c, pc in enumerate(pmf):
+                    if pc:
+                        new[s + c] += ps * pc
         dist = new
-    return min(1.0, math.fsum(dist[: observed + 1]))
+    out, acc = [], 0.0
+    for x in dist:
+        acc += x
+        out.append(acc)
+    return out
 
 
-def _stage(pairs: list[tuple[list[int], list[int]]]) -> tuple[float, list[float]]:
-    """One stage's exact conditional p-value of "the run passes less" and its
-    per-example differences (run mean - baseline mean)."""
-    tables: list[tuple[int, int, int]] = []
-    observed = 0
+@dataclass(frozen=True)
+class _Group:
+    """Examples with the same ``(r, k, t, pooled)``: one weight, one null pmf."""
+
+    weight: float
+    cdf: list[float]
+    observed: int
+
+
+def _groups(examples: Iterable[Example]) -> tuple[list[_Group], list[float], list[float]]:
+    """The informative strata grouped, and every example's (difference, baseline
+    mean)."""
+    tally: dict[tuple[int, int, int, bool], list[int]] = {}
     diffs: list[float] = []
-    for run, base in pairs:
-        n, k, t = len(run) + len(base), len(run), sum(run) + sum(base)
+    before: list[float] = []
+    for ex in examples:
+        if ex.first is None:
+            continue
+        run = [x for x in (ex.first, *ex.extra) if x is not None]
+        base = [b for b in ex.baseline if b is not None]
+        if not base:
+            continue
         diffs.append(sum(run) / len(run) - sum(base) / len(base))
-        if 0 < t < n:  # a table whose trials all agree has a single outcome
-            tables.append((n, k, t))
-            observed += sum(run)
-    if not tables:
-        return 1.0, diffs
-    # The expected count of the unmixed tables is their (fixed) count: leave out.
-    return _null_tail(tables, observed), diffs
+        before.append(sum(base) / len(base))
+        pooled = in_pool(base)
+        if not pooled:  # every baseline trial failed: the run's passes are known
+            continue
+        key = (len(base), len(run), sum(run) + sum(base), pooled)
+        tally.setdefault(key, []).append(sum(run))
+    groups: list[_Group] = []
+    for (r, k, t, pooled), observed in sorted(tally.items()):
+        pmf = _stratum(r, k, t, pooled)
+        if sum(1 for x in pmf if x > 0) < 2:
+            continue  # one possible count: no information
+        n = r + k
+        p = (t + 1.0) / (n + 2.0)
+        groups.append(_Group(1.0 / (p * (1.0 - p)), _sum_cdf(pmf, len(observed)), sum(observed)))
+    return groups, diffs, before
 
 
-def _z(p: float) -> float:
-    return _N.inv_cdf(min(max(1.0 - p, 1e-15), 1.0 - 1e-15))
-
-
-def _mean_se(diffs: list[float]) -> tuple[float, float]:
-    n = len(diffs)
-    m = math.fsum(diffs) / n
-    if n < 2:
-        return m, math.inf
-    var = math.fsum((d - m) ** 2 for d in diffs) / (n - 1)
-    return m, math.sqrt(var / n)
+def _p_values(groups: list[_Group], seed: int, replicates: int) -> tuple[float, float]:
+    """Monte Carlo ``(P(T* <= T), P(T* >= T))`` of the weighted statistic, each
+    ``(1 + hits) / (B + 1)``."""
+    if not groups:
+        return 1.0, 1.0
+    observed = math.fsum(g.weight * g.observed for g in groups)
+    eps = 1e-9 * max(1.0, abs(observed))
+    rng = random.Random(f"ctxbench-adaptive-test|{seed}")
+    low = high = 0
+    for _ in range(replicates):
+        total = math.fsum(
+            g.weight * min(bisect.bisect_right(g.cdf, rng.random()), len(g.cdf) - 1) for g in groups
+        )
+        low += total <= observed + eps
+        high += total >= observed - eps
+    return (1 + low) / (replicates + 1), (1 + high) / (replicates + 1)
 
 
 def adaptive_test(
@@ -219,99 +234,73 @@ def adaptive_test(
     examples: Sequence[Example],
     *,
     confidence: float = 0.95,
+    seed: int = 0,
+    replicates: int = REPLICATES,
 ) -> PairedResult:
     """The adaptive pass-rate test of a run against its baseline.
 
-    :param design: the suite's :class:`Design`.
+    :param design: the suite's :class:`Design` (its constants name the run; the
+        test itself holds for any trials per example chosen without the run's
+        outcomes).
     :param examples: the matched examples; one whose first trial is unscored, or
-        whose baseline has fewer trials than ``R``, is left out of the stage it
-        cannot take part in.
-    :param confidence: the level of the test and of the interval.
+        whose baseline trials are all unscored, is left out.
+    :param confidence: the level of the interval.
+    :param seed: the seed of the Monte Carlo draws.
+    :param replicates: the Monte Carlo draws.
     :return: a :class:`~pytest_context_bench.stats.PairedResult` (``test`` =
-        :data:`ADAPTIVE_TEST`): ``p_lower`` the combined one-sided p-value of a
-        drop, ``diff`` the combined estimate of the change (the stage-1 difference
-        and the stage-2 difference weighted as the test weighs them: the stage-2
-        examples are the informative ones, so it reads a drop the same in them as
-        in all), ``ci_low``/``ci_high`` its normal interval and ``boot_diffs``
-        normal replicates of it, from which ``drop_verdict`` reads its bound;
-        ``mean_before`` the baseline's pass rate over the stage-1 examples,
+        :data:`ADAPTIVE_TEST`): ``p_lower``/``p_higher`` the one-sided p-values of
+        a drop and of a rise, ``diff`` the mean per-example change of the pass rate
+        (run − baseline), ``ci_low``/``ci_high`` its test-based interval and
+        ``boot_diffs`` normal replicates of it, from which ``drop_verdict`` reads
+        its bound; ``mean_before`` the baseline's pass rate over the examples,
         ``mean_after`` that plus ``diff``.
     """
-    k1, h = design.stage1, design.held_out
-    stage1: list[tuple[list[int], list[int]]] = []
-    stage2: list[tuple[list[int], list[int]]] = []
-    then: list[float] = []
-    for ex in examples:
-        if ex.first is None:
-            continue
-        base = [b for b in ex.baseline if b is not None]
-        if len(ex.baseline) >= design.baseline_trials:
-            first_base = [b for b in ex.baseline[:k1] if b is not None]
-            held = [b for b in ex.baseline[k1 : k1 + h] if b is not None]
-        else:
-            first_base, held = base, []
-        if not first_base:
-            continue
-        stage1.append(([ex.first], first_base))
-        then.append(sum(base) / len(base))
-        if ex.extra:
-            extra = [x for x in ex.extra if x is not None]
-            if extra and held:
-                stage2.append((extra, held))
+    del design  # the test is the same for every design; kept for the callers' symmetry
+    groups, diffs, before = _groups(examples)
     nan = math.nan
-    if not stage1:
+    if not diffs:
         return PairedResult(ADAPTIVE_TEST, 0, nan, nan, nan, nan, nan, nan, confidence, True, nan, nan)
-    p1, d1 = _stage(stage1)
-    p2, d2 = _stage(stage2) if stage2 else (1.0, [])
-    w1, w2 = design.weights()
-    z = w1 * _z(p1) + w2 * _z(p2)
-    p_lower = 1.0 - _N.cdf(z)
-    m1, se1 = _mean_se(d1)
-    if len(d2) >= 2:
-        m2, se2 = _mean_se(d2)
-    else:
-        m2, se2 = 0.0, math.inf
-    a1 = w1 / se1 if se1 > 0 else 0.0
-    a2 = w2 / se2 if 0 < se2 < math.inf else 0.0
-    if a1 + a2 > 0:
-        diff = (a1 * m1 + a2 * m2) / (a1 + a2)
-        se = 1.0 / (a1 + a2)
-    else:  # every difference is equal: no spread to weigh
-        diff, se = m1, 0.0
+    p_lower, p_higher = _p_values(groups, seed, replicates)
+    n = len(diffs)
+    diff = math.fsum(diffs) / n
+    se = _test_based_se(diff, p_lower, p_higher, diffs)
     q = _N.inv_cdf((1.0 + confidence) / 2.0)
-    before = math.fsum(then) / len(then)
-    replicates = tuple(
-        diff + se * _N.inv_cdf((j + 0.5) / _REPLICATES) for j in range(_REPLICATES)
+    mean_before = math.fsum(before) / n
+
+    def change(x: float) -> float:  # a change of a pass rate lies in [-1, 1]
+        return min(1.0, max(-1.0, x))
+
+    replicas = tuple(
+        change(diff + se * _N.inv_cdf((j + 0.5) / _NORMAL_REPLICATES)) for j in range(_NORMAL_REPLICATES)
     )
     return PairedResult(
         test=ADAPTIVE_TEST,
-        n=len(stage1),
-        mean_before=before,
-        mean_after=before + diff,
+        n=n,
+        mean_before=mean_before,
+        mean_after=mean_before + diff,
         diff=diff,
-        ci_low=diff - q * se,
-        ci_high=diff + q * se,
-        p_value=p_lower,
+        ci_low=change(diff - q * se),
+        ci_high=change(diff + q * se),
+        p_value=min(1.0, 2.0 * min(p_lower, p_higher)),
         confidence=confidence,
         higher_is_better=True,
         p_lower=p_lower,
-        p_higher=_p_higher(stage1, stage2, w1, w2),
-        boot_diffs=replicates,
+        p_higher=p_higher,
+        boot_diffs=replicas,
     )
 
 
-def _p_higher(
-    stage1: list[tuple[list[int], list[int]]],
-    stage2: list[tuple[list[int], list[int]]],
-    w1: float,
-    w2: float,
-) -> float:
-    """The combined one-sided p-value of "the run passes more" (the same test with
-    the sides' roles swapped: the run's failures counted instead of its passes)."""
-
-    def flipped(pairs: list[tuple[list[int], list[int]]]) -> list[tuple[list[int], list[int]]]:
-        return [([1 - x for x in run], [1 - b for b in base]) for run, base in pairs]
-
-    q1 = _stage(flipped(stage1))[0]
-    q2 = _stage(flipped(stage2))[0] if stage2 else 1.0
-    return 1.0 - _N.cdf(w1 * _z(q1) + w2 * _z(q2))
+def _test_based_se(diff: float, p_lower: float, p_higher: float, diffs: list[float]) -> float:
+    """The standard error the test implies for ``diff`` (Miettinen's test-based
+    interval: ``|diff| / |z|``, ``z`` the normal score of the one-sided p-value on
+    ``diff``'s side); the plain standard error of the mean difference when the test
+    leans the other way or not at all."""
+    if diff < 0 and p_lower < 0.5:
+        return -diff / -_N.inv_cdf(p_lower)
+    if diff > 0 and p_higher < 0.5:
+        return diff / -_N.inv_cdf(p_higher)
+    n = len(diffs)
+    if n < 2:
+        return math.inf
+    m = math.fsum(diffs) / n
+    return math.sqrt(math.fsum((d - m) ** 2 for d in diffs) / (n - 1) / n)

@@ -687,8 +687,8 @@ def compare(
         cur_recs = cur_by_suite.get(label, [])
         adaptive = _adaptive_design(cur_recs, base_by_suite.get(label, []))
         if adaptive is not None:
-            # Adaptive trials: only the first trials are an unbiased sample of every
-            # example; the later ones are the pass-rate test's second stage.
+            # Adaptive trials: the other metrics compare the first trials, one per
+            # example on both sides; the pass-rate test reads every trial.
             cur_recs = [r for r in cur_recs if r.row.metadata.get("trial", 1) == 1]
         now = _examples(cur_recs, cur_info)
         then = _examples(base_by_suite.get(label, []), base_info)
@@ -705,7 +705,7 @@ def compare(
             if adaptive is not None and metric == "pass_rate":
                 result = _adaptive_pass_rate(
                     adaptive, matched, cur_by_suite.get(label, []), base_by_suite.get(label, []),
-                    cur_info, base_info, confidence,
+                    cur_info, base_info, confidence, seed,
                 )
             else:
                 result = _test(metric, matched, then, now, baseline.summary.get(label, {}), confidence, seed, n_resamples)
@@ -802,6 +802,7 @@ def _adaptive_pass_rate(
     cur_info: Mapping[str, Any],
     base_info: Mapping[str, Any],
     confidence: float,
+    seed: int,
 ) -> PairedResult:
     """The pass-rate test of an adaptive run (:func:`~.adaptive.adaptive_test`)."""
     from .adaptive import Example, adaptive_test
@@ -820,7 +821,7 @@ def _adaptive_pass_rate(
     examples = [
         Example(now[k][0], tuple(now[k][1:]), tuple(then[k])) for k in matched if now.get(k)
     ]
-    return adaptive_test(design, examples, confidence=confidence)
+    return adaptive_test(design, examples, confidence=confidence, seed=seed)
 
 
 def _money_unknown(

@@ -500,7 +500,7 @@ _TEST_NAMES: dict[str, str] = {
     "paired-bootstrap": "sign-flip test (paired bootstrap interval)",
     "paired-bootstrap-ratio": "paired bootstrap of the ratio",
     "bootstrap-vs-reference": "bootstrap against the baseline's mean",
-    "adaptive-two-stage": "adaptive two-stage test (exact stages, inverse-normal combination)",
+    "adaptive-stratified": "stratified exact test (adaptive trials)",
 }
 
 

@@ -23,11 +23,13 @@ from helpers import read_json
 from pytest_context_bench.adaptive import (
     Design,
     Example,
-    _null_tail,
+    _p_values,
+    _groups,
+    _stratum,
     adaptive_test,
+    allocation,
     coin,
-    informative,
-    reask_rate,
+    in_pool,
 )
 from pytest_context_bench.errors import ConfigError
 from pytest_context_bench.testing import FakeLLM, Reply
@@ -35,63 +37,110 @@ from pytest_context_bench.testing import FakeLLM, Reply
 # --- the statistics --------------------------------------------------------------
 
 
-def test_null_tail_is_the_exact_convolution() -> None:
-    tables = [(3, 1, 1), (4, 2, 2), (2, 1, 1), (5, 2, 3)]
-    # Enumerate every labelling of every table: which trials are the run's.
-    dists = []
-    for n, k, t in tables:
-        outcomes = [1] * t + [0] * (n - t)
-        counts = [sum(outcomes[i] for i in pick) for pick in itertools.combinations(range(n), k)]
-        dists.append(counts)
-    total = math.prod(len(d) for d in dists)
-    for observed in range(8):
-        hits = sum(1 for combo in itertools.product(*dists) if sum(combo) <= observed)
-        assert _null_tail(tables, observed) == pytest.approx(hits / total, abs=1e-12)
+def _labellings(r: int, k: int, t: int, pooled: bool) -> list[int]:
+    """The run's passes under every labelling of ``k`` of ``r + k`` trials (``t``
+    passes) as the run's; with ``pooled``, only those leaving the baseline a pass."""
+    outcomes = [1] * t + [0] * (r + k - t)
+    out = []
+    for pick in itertools.combinations(range(r + k), k):
+        run = sum(outcomes[i] for i in pick)
+        if not pooled or t - run >= 1:
+            out.append(run)
+    return out
 
 
-def test_design_constants_and_refusals() -> None:
-    d = Design(4, 1.5, 8)
-    assert (d.held_out, d.stage1) == (3, 5)
-    w1, w2 = d.weights()
-    assert w1**2 + w2**2 == pytest.approx(1.0) and w1 > w2 > 0
-    with pytest.raises(ConfigError, match="at least 4 trials per example.*--ctxbench-repeat=4"):
+@pytest.mark.parametrize(("r", "k", "t", "pooled"), [
+    (4, 1, 2, True), (4, 2, 1, True), (4, 2, 2, True), (8, 2, 3, False), (3, 3, 4, True), (12, 1, 12, True),
+])
+def test_a_stratum_is_the_uniform_labelling(r: int, k: int, t: int, pooled: bool) -> None:
+    runs = _labellings(r, k, t, pooled)
+    pmf = _stratum(r, k, t, pooled)
+    assert pmf == pytest.approx([runs.count(c) / len(runs) for c in range(k + 1)], abs=1e-12)
+
+
+def test_the_p_value_is_the_exact_weighted_tail() -> None:
+    examples = [
+        Example(1, (0,), (1, 1, 0, 1)),
+        Example(0, (), (1, 1, 1, 0)),
+        Example(0, (), (1, 1, 1, 1)),
+        Example(1, (), (0, 1, 0, 0)),
+        Example(0, (0,), (1, 0, 1, 1)),
+        Example(1, (1,), (1, 1, 1, 1)),  # every trial passed: no information
+        Example(0, (0,), (0, 0, 0, 0)),  # the baseline never passed: not in the pool
+    ]
+    groups, diffs, _ = _groups(examples)
+    assert len(diffs) == 7
+    # The exact null distribution of the weighted sum: every labelling of every
+    # informative example, enumerated.
+    strata = []
+    for ex in examples[:5]:
+        run = [ex.first, *ex.extra]
+        r, k, t = len(ex.baseline), len(run), sum(run) + sum(ex.baseline)
+        p = (t + 1) / (r + k + 2)
+        strata.append((1 / (p * (1 - p)), _labellings(r, k, t, True), sum(run)))
+    observed = sum(w * c for w, _, c in strata)
+    totals = [sum(w * c for (w, _, _), c in zip(strata, combo))
+              for combo in itertools.product(*(runs for _, runs, _ in strata))]
+    exact_low = sum(x <= observed + 1e-9 for x in totals) / len(totals)
+    exact_high = sum(x >= observed - 1e-9 for x in totals) / len(totals)
+    low, high = _p_values(groups, seed=3, replicates=40000)
+    # Monte Carlo error of 40,000 draws: about 0.0025 at p = 0.3 (4 standard errors).
+    assert low == pytest.approx(exact_low, abs=0.01) and high == pytest.approx(exact_high, abs=0.01)
+    assert 0.02 < exact_low < 0.98 and 0.02 < exact_high < 0.98  # both tails in play
+    assert _p_values(groups, seed=3, replicates=999) == _p_values(groups, seed=3, replicates=999)
+
+
+def test_the_budget_is_never_overspent() -> None:
+    assert allocation(Design(4, 1.5, 12), 400, 400) == (1, 200)
+    assert allocation(Design(4, 1.5, 12), 400, 100) == (2, 100)
+    assert allocation(Design(4, 1.5, 12), 400, 50) == (3, 50)  # K caps it: fewer calls
+    assert allocation(Design(4, 3.0, 12), 400, 400) == (2, 400)
+    assert allocation(Design(2, 1.5, 12), 400, 0) == (0, 0)
+    for k, budget, n, pool in itertools.product((2, 3, 4, 8), (1.01, 1.5, 2.0, 2.7, 4.0), (1, 7, 24, 400), range(0, 401, 37)):
+        if budget > k or pool > n:
+            continue
+        extra, chosen = allocation(Design(k, budget, k), n, pool)
+        assert 0 <= chosen <= pool and extra <= k - 1
+        assert n + extra * chosen <= budget * n + 1e-9
+
+
+def test_design_pool_coin_and_refusals() -> None:
+    with pytest.raises(ConfigError, match="at least 4 trials per example.*--ctxbench-repeat=4 or more; 12 recommended"):
         Design(4, 1.5, 1)
     with pytest.raises(ConfigError, match="budget > 1"):
         Design(4, 1.0, 4)
-    assert informative(1, [1, 0]) and informative(0, [1, 1]) and not informative(1, [1, 1])
+    assert in_pool([0, None, 1]) and not in_pool([0, 0, None]) and not in_pool([])
     # The coin is the example's, whatever the process: a fixed value.
     assert coin(0, "s", "qa", "q-1") == coin(0, "s", "qa", "q-1") != coin(1, "s", "qa", "q-1")
 
 
-def _simulate(seed: int, drop: float, n: int = 200, k: int = 2, r: int = 4) -> tuple[bool, float]:
+def _simulate(seed: int, drop: float, n: int = 200, k: int = 4, r: int = 8) -> tuple[bool, float]:
     """One run of an adaptive comparison: p ~ Beta(2, 1.2) per example, a baseline
     of ``r`` trials, the run's trials drawn with ``p - drop``. (failed?, calls/example)"""
     rng = random.Random(seed)
     design = Design(k, 1.5, r)
     ps = [rng.betavariate(2, 1.2) for _ in range(n)]
     base = [[int(rng.random() < p) for _ in range(r)] for p in ps]
-    rho = reask_rate(design, [b[: design.stage1] for b in base], n)
+    pool = sorted((coin(seed, "s", "d", str(i)), i) for i, b in enumerate(base) if in_pool(b))
+    extra, chosen = allocation(design, n, len(pool))
+    again = {i for _, i in pool[:chosen]}
     examples, calls = [], 0
     for i, (p, b) in enumerate(zip(ps, base)):
         q = max(p - drop, 0.0)
-        first = int(rng.random() < q)
-        calls += 1
-        extra: tuple[int, ...] = ()
-        if informative(first, b[: design.stage1]) and coin(seed, "s", "d", str(i)) < rho:
-            extra = tuple(int(rng.random() < q) for _ in range(k - 1))
-            calls += k - 1
-        examples.append(Example(first, extra, tuple(b)))
-    result = adaptive_test(design, examples)
+        more = extra if i in again else 0
+        trials = [int(rng.random() < q) for _ in range(1 + more)]
+        calls += len(trials)
+        examples.append(Example(trials[0], tuple(trials[1:]), tuple(b)))
+    result = adaptive_test(design, examples, seed=seed, replicates=499)
     return result.p_lower <= 0.05, calls / n
 
 
 def test_false_alarms_and_power_at_a_small_scale() -> None:
-    # Seeded: 60 unchanged runs, 20 runs 15 points worse (200 examples each).
+    # Seeded: 60 unchanged runs, 20 runs 10 points worse (200 examples each).
     alarms = [_simulate(s, 0.0) for s in range(60)]
     assert sum(a for a, _ in alarms) <= 5  # 5% of 60 is 3; P(Bin(60, .05) > 5) < 0.1
-    assert all(c <= 1.7 for _, c in alarms)
-    assert sum(c for _, c in alarms) / len(alarms) <= 1.5
-    caught = [_simulate(1000 + s, 0.15)[0] for s in range(20)]
+    assert all(c <= 1.5 for _, c in alarms)
+    caught = [_simulate(1000 + s, 0.10)[0] for s in range(20)]
     assert sum(caught) >= 18
 
 
@@ -102,8 +151,13 @@ def test_adaptive_test_reads_a_drop_and_no_change() -> None:
     assert r.p_lower == 1.0 and r.diff == 0.0 and r.n == 100
     worse = [Example(0, (0,), (1, 1, 1, 1))] * 30 + [Example(1, (), (1, 1, 1, 1))] * 70
     r = adaptive_test(design, worse)
-    assert r.p_lower < 1e-6 and r.diff < -0.2
+    assert r.p_lower == pytest.approx(1 / 2000) and r.diff == pytest.approx(-0.3)
     assert r.p_higher == pytest.approx(1.0)
+    # The interval is the test's: its upper end is below 0 exactly as the test rejects.
+    assert r.ci_high < 0
+    from pytest_context_bench.stats import drop_verdict
+
+    assert drop_verdict(r, 0.0).failed and not drop_verdict(r, 0.3).failed
 
 
 # --- the options -----------------------------------------------------------------
@@ -236,8 +290,8 @@ def test_adaptive_run_asks_again_what_the_plan_says_and_gates(
                                  "--ctxbench-max-trials=5")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert (
-        "need a baseline with at least 5 trials per example (saved with --ctxbench-repeat=5 or more);"
-        " it has 4" in refused.stderr.str()
+        "need a baseline with at least 5 trials per example (saved with --ctxbench-repeat=5 or more;"
+        " 12 recommended); it has 4" in refused.stderr.str()
     ), refused.stderr.str()
     assert len(sampling.requests) == 96
 
@@ -249,19 +303,16 @@ def test_adaptive_run_asks_again_what_the_plan_says_and_gates(
     rows = _per_example(doc)
     assert len(sampling.requests) == len(doc["rows"])  # every trial is one call, one row
     plan = AdaptivePlan(load_baseline(pytester.path / "base.json"), 2, 1.5, 0)
-    chosen = {
-        e for e, trials in rows.items()
-        if plan.reask("sampler", "qa", e, 1 if trials[0][1] == "pass" else 0)
-    }
-    assert chosen, rows  # the endpoint is noisy: some examples disagree
+    chosen = {e for e in rows if plan.more_trials("sampler", "qa", e)}
+    assert len(chosen) == 12  # half the examples: the budget exactly
     assert {e for e, t in rows.items() if len(t) == 2} == chosen
     assert all([n for n, _ in t] == ([1, 2] if e in chosen else [1]) for e, t in rows.items())
-    assert len(doc["rows"]) <= 1.5 * 24 + 4
+    assert len(doc["rows"]) == 24 + 12
     again = [r for r in doc["rows"] if r["metadata"]["adaptive"]["reasked"]]
     assert {r["example_id"] for r in again} == chosen
     assert all(r["metadata"]["adaptive"]["trials"] == 2 for r in again)
     (metric,) = [m for m in doc["baseline_comparison"]["metrics"] if m["metric"] == "pass_rate"]
-    assert metric["test"] == "adaptive-two-stage" and metric["passed"]
+    assert metric["test"] == "adaptive-stratified" and metric["passed"]
     same.stdout.fnmatch_lines(["*pass_rate: now*gate max-drop 0: passed*"])
 
     # Under -n 2: the same examples are asked again, the same rows and verdict.
@@ -277,11 +328,11 @@ def test_adaptive_run_asks_again_what_the_plan_says_and_gates(
     worse = pytester.runpytest(*ADAPTIVE, "--ctxbench-json=worse.json")
     assert worse.ret == 1, worse.stdout.str()
     wdoc = read_json(pytester.path / "worse.json")
-    assert len(sampling.requests) == len(wdoc["rows"]) < 2 * 24
+    assert len(sampling.requests) == len(wdoc["rows"]) == 24 + 12  # the same examples
     (metric,) = [m for m in wdoc["baseline_comparison"]["metrics"] if m["metric"] == "pass_rate"]
     assert not metric["passed"] and metric["change"] < -0.2
     worse.stdout.fnmatch_lines(
-        ["*pass_rate: now*significantly worse (adaptive two-stage test*",
+        ["*pass_rate: now*significantly worse (stratified exact test (adaptive trials)*",
          "*FAILED ctxbench::max_drop*sampler:pass_rate*"]
     )
 

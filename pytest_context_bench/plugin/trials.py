@@ -1,10 +1,10 @@
 """Adaptive trials in the run (``--ctxbench-trials=adaptive``): each command-line
 item asks its example once, then, when :mod:`pytest_context_bench.adaptive` says
-so, asks it again up to ``--ctxbench-max-trials`` times in the same item.
+so, asks it again (up to ``--ctxbench-max-trials`` trials in all) in the same item.
 
-The choice depends only on the example's first trial, the baseline and a seeded
-hash of the example's identity, so it is made where the item runs (any xdist
-worker, any shard) and is the same in every mode; each trial is a row of its own
+The choice depends only on the baseline and a seeded hash of the example's
+identity, so it is made where the item runs (any xdist worker, any shard) and is
+the same in every mode; each trial is a row of its own
 (``metadata.trial``), whose LLM calls use the trial's own cache entries.
 """
 
@@ -24,16 +24,18 @@ __all__ = ["AdaptivePlan", "plan_for", "run_more_trials"]
 @dataclass
 class _Suite:
     design: Any
-    rho: float
-    #: (dataset, example id) → the baseline's pass outcomes, in trial order
-    outcomes: dict[tuple[str, str], list[int | None]] = field(default_factory=dict)
+    #: how many more trials a chosen example gets
+    extra: int
+    #: (dataset, example id) of the examples asked again
+    chosen: set[tuple[str, str]] = field(default_factory=set)
 
 
 class AdaptivePlan:
-    """Per process: for each baseline suite, its design, ``rho`` and outcomes."""
+    """Per process: for each baseline suite, its design and the examples it asks
+    again (from the baseline and the seed only: the same in every process)."""
 
     def __init__(self, baseline: Any, max_trials: int, budget: float, seed: int) -> None:
-        from ..adaptive import Design, reask_rate
+        from ..adaptive import allocation, coin, in_pool
         from ..baseline import _outcome, _trial, adaptive_design
 
         self.max_trials, self.budget, self.seed = max_trials, budget, seed
@@ -51,32 +53,21 @@ class AdaptivePlan:
                 trials.setdefault((rec.row.dataset, rec.row.example_id), []).append(
                     (_trial(rec), _outcome(rec.row, field_, threshold))
                 )
-            design: Design = adaptive_design(marker, recs)  # raises: too few trials
-            outcomes = {k: [o for _, o in sorted(v, key=lambda x: x[0])] for k, v in trials.items()}
-            eligible = [
-                [o for o in v[: design.stage1] if o is not None]
-                for v in outcomes.values()
-                if len(v) >= design.baseline_trials
-            ]
-            rho = reask_rate(design, eligible, len(outcomes))
-            self.suites[label] = _Suite(design, rho, outcomes)
+            design = adaptive_design(marker, recs)  # raises: too few trials
+            pool = sorted(
+                (coin(seed, label, *key), key)
+                for key, outcomes in trials.items()
+                if in_pool([o for _, o in outcomes])
+            )
+            extra, chosen = allocation(design, len(trials), len(pool))
+            self.suites[label] = _Suite(design, extra, {key for _, key in pool[:chosen]})
 
-    def reask(self, suite: str, dataset: str, example_id: str, first: int | None) -> bool:
-        """Whether to ask this example again, from its first trial's outcome."""
-        from ..adaptive import coin, informative
-
+    def more_trials(self, suite: str, dataset: str, example_id: str) -> int:
+        """How many more trials this example gets (0: none)."""
         entry = self.suites.get(suite)
-        if entry is None or first is None:
-            return False
-        base = entry.outcomes.get((dataset, example_id))
-        if base is None or len(base) < entry.design.baseline_trials:
-            return False
-        stage1 = base[: entry.design.stage1]
-        if any(b is None for b in stage1):
-            return False
-        return informative(first, [int(b) for b in stage1 if b is not None]) and (
-            coin(self.seed, suite, dataset, example_id) < entry.rho
-        )
+        if entry is None or (dataset, example_id) not in entry.chosen:
+            return 0
+        return int(entry.extra)
 
 
 def plan_for(state: Any) -> AdaptivePlan | None:
@@ -110,8 +101,6 @@ def run_more_trials(case: CliCase, system: Any, state: Any) -> None:
     """After the first trial of ``case`` ran: mark its rows, and ask the example
     again (trials 2 .. K) for each System whose row the plan picks. Every chosen
     trial runs, whatever an earlier one raised; the first error is raised after."""
-    from ..report.rows import row_status
-
     plan = plan_for(state)
     recorder = case.recorder
     if plan is None or recorder is None:
@@ -120,20 +109,18 @@ def run_more_trials(case: CliCase, system: Any, state: Any) -> None:
     spec = case.ref.spec
     systems = list(system) if isinstance(system, (list, tuple)) else [system]
     first_rows = list(recorder.rows)
-    chosen: list[tuple[int, Any, Any]] = []
+    chosen: list[tuple[int, int, Any]] = []
     for sys_pos, row in first_rows:
         row.metadata["trial"] = 1
-        status = row_status(row.error, row.scores, row.metadata.get("score_field"), spec.threshold)
-        first = {"pass": 1, "below": 0, "error": 0}.get(status)
         suite = spec.suite_label(row.system)
-        again = case.ref.qa < 0 and plan.reask(suite, row.dataset, row.example_id, first)
-        row.metadata["adaptive"] = {**marker, "reasked": again, "trials": plan.max_trials if again else 1}
+        more = plan.more_trials(suite, row.dataset, row.example_id) if case.ref.qa < 0 else 0
+        row.metadata["adaptive"] = {**marker, "reasked": more > 0, "trials": 1 + more}
         target = next((s for s in systems if getattr(s, "name", None) == row.system), None)
-        if again and target is not None:
-            chosen.append((sys_pos, row, target))
+        if more and target is not None:
+            chosen.append((sys_pos, more, target))
     raised: BaseException | None = None
-    for sys_pos, _row, target in chosen:
-        for trial in range(2, plan.max_trials + 1):
+    for sys_pos, more, target in chosen:
+        for trial in range(2, more + 2):
             ref = ExampleRef(spec, case.ref.ds_pos, case.ref.index, case.ref.qa, trial)
             extra = state.recorder(ref, None)
             try:
@@ -141,7 +128,7 @@ def run_more_trials(case: CliCase, system: Any, state: Any) -> None:
             except (Exception, pytest.fail.Exception) as exc:  # noqa: BLE001 (every trial runs)
                 raised = raised or exc
             for _, r in extra.rows:
-                r.metadata["adaptive"] = {**marker, "reasked": True, "trials": plan.max_trials}
+                r.metadata["adaptive"] = {**marker, "reasked": True, "trials": 1 + more}
                 recorder.io[id(r)] = extra.io.get(id(r))
                 recorder.rows.append((sys_pos, r))
     if raised is not None:
