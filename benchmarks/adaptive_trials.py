@@ -51,6 +51,8 @@ CONFIGS: dict[str, tuple[Any, int]] = {
     "fixed 3": (3, 3),
     "adaptive (baseline 12)": (("adaptive", 4), 12),
     "adaptive (baseline 8)": (("adaptive", 4), 8),
+    "adaptive (baseline 16)": (("adaptive", 4), 16),
+    "adaptive (baseline 20)": (("adaptive", 4), 20),
 }
 SUITE_INFO = {"label": SUITE, "origin": "cli", "system": SUITE, "threshold": 0.5,
               "score_field": "pass", "limits": {}, "strict": False, "datasets": [DATASET]}

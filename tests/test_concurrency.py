@@ -848,6 +848,8 @@ def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # A background job of a non-interactive shell ignores SIGINT: restore it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     try:
         deadline = time.monotonic() + 120

@@ -377,6 +377,8 @@ def test_fake_endpoint_command_serves_openai_and_anthropic_streams() -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        # A background job of a non-interactive shell ignores SIGINT: restore it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     try:
         assert proc.stdout is not None
