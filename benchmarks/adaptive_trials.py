@@ -18,7 +18,8 @@ Configurations, each with its baseline saved the way docs/gating.md recommends:
 * fixed 3: ``--ctxbench-repeat=3`` on both sides;
 * adaptive: ``--ctxbench-trials=adaptive`` at the defaults
   (``--ctxbench-trial-budget=1.5``, ``--ctxbench-max-trials=4``), the baseline
-  ``--ctxbench-repeat=12`` as recommended (and 8, to show what the baseline buys).
+  ``--ctxbench-repeat=16`` as recommended (and 8, 12 and 20, to show what the
+  baseline buys).
 
 Run: ``python benchmarks/adaptive_trials.py`` (500 runs per cell; ``--runs N``,
 ``--jobs J`` for J processes, ``--resamples B`` for the fixed configurations'
@@ -49,9 +50,9 @@ SCENARIOS = ("unchanged", "uniform", "concentrated")
 CONFIGS: dict[str, tuple[Any, int]] = {
     "fixed 1": (1, 1),
     "fixed 3": (3, 3),
-    "adaptive (baseline 12)": (("adaptive", 4), 12),
-    "adaptive (baseline 8)": (("adaptive", 4), 8),
     "adaptive (baseline 16)": (("adaptive", 4), 16),
+    "adaptive (baseline 8)": (("adaptive", 4), 8),
+    "adaptive (baseline 12)": (("adaptive", 4), 12),
     "adaptive (baseline 20)": (("adaptive", 4), 20),
 }
 SUITE_INFO = {"label": SUITE, "origin": "cli", "system": SUITE, "threshold": 0.5,

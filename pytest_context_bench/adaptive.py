@@ -6,7 +6,7 @@ The design (docs/gating.md, "Adaptive trials", gives the argument and the
 measurements)
 -----------------------------------------------------------------------------
 The baseline holds ``R`` trials of every example (saved with
-``--ctxbench-repeat=R``; 12 recommended). The run asks each example once, and asks
+``--ctxbench-repeat=R``; 16 recommended). The run asks each example once, and asks
 a share of the examples again, so that the run spends ``budget`` calls per example:
 
 * **The pool.** Only an example the baseline saw pass at least once can show a drop;
@@ -92,7 +92,7 @@ class Design:
             raise ConfigError(
                 f"adaptive trials with --ctxbench-max-trials={self.max_trials} need a"
                 f" baseline with at least {self.max_trials} trials per example (saved with"
-                f" --ctxbench-repeat={self.max_trials} or more; 12 recommended); it has"
+                f" --ctxbench-repeat={self.max_trials} or more; 16 recommended); it has"
                 f" {self.baseline_trials}."
             )
 

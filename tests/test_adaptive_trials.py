@@ -104,7 +104,7 @@ def test_the_budget_is_never_overspent() -> None:
 
 
 def test_design_pool_coin_and_refusals() -> None:
-    with pytest.raises(ConfigError, match="at least 4 trials per example.*--ctxbench-repeat=4 or more; 12 recommended"):
+    with pytest.raises(ConfigError, match="at least 4 trials per example.*--ctxbench-repeat=4 or more; 16 recommended"):
         Design(4, 1.5, 1)
     with pytest.raises(ConfigError, match="budget > 1"):
         Design(4, 1.0, 4)
@@ -290,7 +290,7 @@ def test_adaptive_run_asks_again_what_the_plan_says_and_gates(
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert (
         "need a baseline with at least 5 trials per example (saved with --ctxbench-repeat=5 or more;"
-        " 12 recommended); it has 4" in refused.stderr.str()
+        " 16 recommended); it has 4" in refused.stderr.str()
     ), refused.stderr.str()
     assert len(sampling.requests) == 96
 

@@ -397,3 +397,33 @@ def test_the_tables_fit_a_laptop_screen(browser: Any, project: pytest.Pytester) 
         "compressor",
     ]
     opened.assert_clean()
+
+
+def test_adaptive_rows_say_which_trial_of_how_many(browser: Any, tmp_path: Path) -> None:
+    # --ctxbench-trials=adaptive: the details column says each row's trial and its
+    # example's trials; the expanded row has every key (docs/gating.md).
+    doc = _big_doc(3)
+    marker = {"max_trials": 4, "budget": 1.5}
+    plan = {"ex-00000": 2, "ex-00001": 1, "ex-00002": 2}
+    rows = []
+    for row in doc["rows"]:
+        n = plan[row["example_id"]]
+        for trial in range(1, n + 1):
+            meta = {k: v for k, v in row["metadata"].items() if k != "code_execution"}
+            meta.update(trial=trial, adaptive={**marker, "reasked": n > 1, "trials": n})
+            rows.append({**row, "metadata": meta})
+    doc["rows"] = rows
+    path = tmp_path / "adaptive.html"
+    path.write_text(render_html(doc), encoding="utf-8")
+    opened = open_report(browser, path)
+    cells = opened.page.eval_on_selector_all(
+        "#example-table tbody tr", "trs => trs.map(t => t.innerText.replace(/\\s+/g, ' '))"
+    )
+    assert len(cells) == 5
+    (second,) = [c for c in cells if "ex-00000 @2" in c]
+    assert "adaptive: trial 2 of 2 (asked again)" in second
+    (once,) = [c for c in cells if "ex-00001" in c]
+    assert "ex-00001 @1" in once and "adaptive: 1 trial (not asked again)" in once
+    opened.page.click("#example-table button.toggle >> nth=0")
+    assert "reasked" in opened.page.inner_text("#example-table")
+    opened.assert_clean()

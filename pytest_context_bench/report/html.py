@@ -764,7 +764,11 @@ _SCRIPT = r"""
           return x + "=" + (typeof val === "object" ? JSON.stringify(val) : String(val));
         });
         details.push(k + ": " + pairs.join(", "));
-        const why = typeof v.reason === "string" && v.reason ? v.reason : pairs.slice(0, 2).join(", ");
+        let why = typeof v.reason === "string" && v.reason ? v.reason : pairs.slice(0, 2).join(", ");
+        if (k === "adaptive" && typeof v.trials === "number") {  // adaptive trials: which trial of how many
+          why = v.trials > 1 ? "trial " + (num(meta.trial) || 1) + " of " + v.trials + " (asked again)"
+                             : "1 trial (not asked again)";
+        }
         const line = k + ": " + why;
         brief.push(line.length > 160 ? line.slice(0, 159) + "…" : line);
       }
