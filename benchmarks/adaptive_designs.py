@@ -30,7 +30,7 @@ Rules:
 * and, for reference, 3 fixed trials against a baseline of 3 under the same test.
 
 Run: ``python benchmarks/adaptive_designs.py`` (500 runs per cell, 400 examples,
-``p ~ Beta(2, 1.2)``, a baseline of 12 trials; ``--runs N``, ``--baseline R``).
+``p ~ Beta(2, 1.2)``, a baseline of 16 trials; ``--runs N``, ``--baseline R``).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def one_run(rng: np.random.Generator, rule: str, scenario: str, r_total: int, dr
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=500)
-    parser.add_argument("--baseline", type=int, default=12)
+    parser.add_argument("--baseline", type=int, default=16)
     parser.add_argument("--draws", type=int, default=999)
     args = parser.parse_args(argv)
     started = time.perf_counter()

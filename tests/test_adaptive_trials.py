@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import random
 import threading
 from typing import Any
@@ -87,6 +88,61 @@ def test_the_p_value_is_the_exact_weighted_tail() -> None:
     assert low == pytest.approx(exact_low, abs=0.01) and high == pytest.approx(exact_high, abs=0.01)
     assert 0.02 < exact_low < 0.98 and 0.02 < exact_high < 0.98  # both tails in play
     assert _p_values(groups, seed=3, replicates=999) == _p_values(groups, seed=3, replicates=999)
+
+
+def _exact_size(ps: list[float], alpha: float, pooled: bool) -> float:
+    """The exact chance, over every outcome of a tiny adaptive run of an unchanged
+    System (baseline of 2 trials, budget 1.5, K = 2), that the exact conditional
+    p-value of a drop is <= ``alpha``; the plan chooses from the baseline (the pool)
+    as the plugin does, and the test conditions on it (``pooled``, as the plugin)."""
+    n, r = len(ps), 2
+    design = Design(2, 1.5, r)
+    per_example = [list(itertools.product((0, 1), repeat=r + 2)) for _ in ps]
+    size = 0.0
+    for combo in itertools.product(*per_example):
+        bases = [o[:r] for o in combo]
+        pool = [i for i in range(n) if in_pool(bases[i])]
+        extra, chosen = allocation(design, n, len(pool))
+        again = set(pool[:chosen])  # the coin's order: any order fixed by the baseline
+        ks = [1 + (extra if i in again else 0) for i in range(n)]
+        if any(any(o[r + k:]) for o, k in zip(combo, ks)):
+            continue  # a trial not asked: count each outcome once
+        prob, strata, observed = 1.0, [], 0.0
+        for i, o in enumerate(combo):
+            k = ks[i]
+            outcomes = o[: r + k]
+            for x in outcomes:
+                prob *= ps[i] if x else 1 - ps[i]
+            run, base = outcomes[r:], outcomes[:r]
+            t = sum(outcomes)
+            if pooled and not in_pool(base):
+                continue
+            pmf = _stratum(r, k, t, pooled and in_pool(base))
+            q = (t + 1) / (r + k + 2)
+            w = 1 / (q * (1 - q))
+            strata.append([(w * c, pc) for c, pc in enumerate(pmf) if pc > 0])
+            observed += w * sum(run)
+        tail = sum(
+            math.prod(pc for _, pc in pick)
+            for pick in itertools.product(*strata)
+            if sum(v for v, _ in pick) <= observed + 1e-9
+        )
+        if tail <= alpha:
+            size += prob
+    return size
+
+
+def test_the_test_is_exact_under_the_plans_choice() -> None:
+    # Every outcome of a tiny run enumerated (its probability under an unchanged
+    # System, the plan's choice from the baseline, the exact conditional p-value):
+    # the false-alarm rate is at most alpha at every level.
+    worst = 0.0
+    for ps in ([0.3, 0.5, 0.8], [0.2, 0.2, 0.9], [0.6, 0.6, 0.6]):
+        for alpha in (0.05, 0.1, 0.2, 0.3):
+            size = _exact_size(ps, alpha, pooled=True)
+            assert size <= alpha + 1e-12, (ps, alpha, size)
+            worst = max(worst, size / alpha)
+    assert worst > 0.4  # not a test that never rejects
 
 
 def test_the_budget_is_never_overspent() -> None:
