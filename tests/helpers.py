@@ -104,3 +104,13 @@ def usage_line(result: Any) -> str:
     lines = [line for line in result.stderr.lines if line.strip()]
     assert len(lines) == 1, lines
     return str(lines[0])
+
+
+def sigint_default() -> None:
+    """A ``subprocess.Popen`` ``preexec_fn`` for Ctrl-C tests: SIGINT's default
+    handler in the child. A background job of a non-interactive shell ignores SIGINT,
+    and a Python started so installs no KeyboardInterrupt handler: the test would
+    test nothing."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

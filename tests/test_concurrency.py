@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import qa_lines, read_json, strip_timings
+from helpers import qa_lines, read_json, sigint_default, strip_timings
 
 from pytest_context_bench.concurrency import (
     Budget,
@@ -848,8 +848,7 @@ def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        # A background job of a non-interactive shell ignores SIGINT: restore it.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+        preexec_fn=sigint_default,
     )
     try:
         deadline = time.monotonic() + 120

@@ -9,7 +9,7 @@ import time
 
 import jsonschema
 import pytest
-from helpers import read_json
+from helpers import read_json, sigint_default
 
 from pytest_context_bench.report import load_schema
 
@@ -246,13 +246,12 @@ def test_ctrl_c_writes_an_incomplete_report(
         "--ctxbench-json=out.json",
         *workers,
     ]
-    # A background job of a non-interactive shell ignores SIGINT: restore it.
     proc = subprocess.Popen(
         cmd,
         cwd=project.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+        preexec_fn=sigint_default,
     )
     try:
         deadline = time.monotonic() + 120
@@ -337,8 +336,7 @@ def test_a_signal_before_the_first_example_finishes_writes_the_report(
         cwd=project.path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        # A background job of a non-interactive shell ignores SIGINT: restore it.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+        preexec_fn=sigint_default,
     )  # fmt: skip
     marks = project.path / "marks"
     try:

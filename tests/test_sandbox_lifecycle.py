@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import sigint_default
 
 from pytest_context_bench.evaluators.sandbox import Sandbox
 
@@ -121,7 +122,7 @@ def test_no_process_outlives_the_run(
         cwd=code_project.path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=sigint_default,
     )
     seen: dict[int, tuple[int, str, int, int]] = {}
     children: set[int] = set()  # the xdist workers

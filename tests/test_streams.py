@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from helpers import sigint_default
 
 from pytest_context_bench.cache import CacheMiss, LLMCache
 from pytest_context_bench.calls import CallScope, call_scope
@@ -377,8 +378,7 @@ def test_fake_endpoint_command_serves_openai_and_anthropic_streams() -> None:
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        # A background job of a non-interactive shell ignores SIGINT: restore it.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+        preexec_fn=sigint_default,
     )
     try:
         assert proc.stdout is not None
