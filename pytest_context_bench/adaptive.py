@@ -230,7 +230,6 @@ def _p_values(groups: list[_Group], seed: int, replicates: int) -> tuple[float, 
 
 
 def adaptive_test(
-    design: Design,
     examples: Sequence[Example],
     *,
     confidence: float = 0.95,
@@ -239,9 +238,9 @@ def adaptive_test(
 ) -> PairedResult:
     """The adaptive pass-rate test of a run against its baseline.
 
-    :param design: the suite's :class:`Design` (its constants name the run; the
-        test itself holds for any trials per example chosen without the run's
-        outcomes).
+    The test holds for any trials per example chosen without the run's outcomes (the
+    plan's pool, which it conditions on, aside), so it needs no design constant.
+
     :param examples: the matched examples; one whose first trial is unscored, or
         whose baseline trials are all unscored, is left out.
     :param confidence: the level of the interval.
@@ -255,7 +254,6 @@ def adaptive_test(
         its bound; ``mean_before`` the baseline's pass rate over the examples,
         ``mean_after`` that plus ``diff``.
     """
-    del design  # the test is the same for every design; kept for the callers' symmetry
     groups, diffs, before = _groups(examples)
     nan = math.nan
     if not diffs:

@@ -704,7 +704,7 @@ def compare(
         for metric in wanted:
             if adaptive is not None and metric == "pass_rate":
                 result = _adaptive_pass_rate(
-                    adaptive, matched, cur_by_suite.get(label, []), base_by_suite.get(label, []),
+                    matched, cur_by_suite.get(label, []), base_by_suite.get(label, []),
                     cur_info, base_info, confidence, seed,
                 )
             else:
@@ -794,8 +794,20 @@ def _outcome(row: EvalRow, field_: Any, threshold: float) -> int | None:
     return 1 if row.error is None and score >= threshold else 0
 
 
+def trial_outcomes(recs: Iterable[Record], info: Mapping[str, Any]) -> dict[tuple[str, str], list[int | None]]:
+    """``(dataset, example id)`` → its trials' pass outcomes (:func:`_outcome`), in
+    trial order, judged by the suite ``info``'s threshold and score field."""
+    threshold = float(info.get("threshold", 0.7))
+    field_ = info.get("score_field")
+    out: dict[tuple[str, str], list[tuple[int, int | None]]] = {}
+    for rec in recs:
+        out.setdefault((rec.row.dataset, rec.row.example_id), []).append(
+            (_trial(rec), _outcome(rec.row, field_, threshold))
+        )
+    return {k: [o for _, o in sorted(v, key=lambda x: x[0])] for k, v in out.items()}
+
+
 def _adaptive_pass_rate(
-    design: Any,
     matched: list[tuple[str, str]],
     current: list[Record],
     base: list[Record],
@@ -807,21 +819,11 @@ def _adaptive_pass_rate(
     """The pass-rate test of an adaptive run (:func:`~.adaptive.adaptive_test`)."""
     from .adaptive import Example, adaptive_test
 
-    def trials(recs: list[Record], info: Mapping[str, Any]) -> dict[tuple[str, str], list[int | None]]:
-        threshold = float(info.get("threshold", 0.7))
-        field_ = info.get("score_field")
-        out: dict[tuple[str, str], list[tuple[int, int | None]]] = {}
-        for rec in recs:
-            out.setdefault((rec.row.dataset, rec.row.example_id), []).append(
-                (_trial(rec), _outcome(rec.row, field_, threshold))
-            )
-        return {k: [o for _, o in sorted(v, key=lambda x: x[0])] for k, v in out.items()}
-
-    now, then = trials(current, cur_info), trials(base, base_info)
+    now, then = trial_outcomes(current, cur_info), trial_outcomes(base, base_info)
     examples = [
         Example(now[k][0], tuple(now[k][1:]), tuple(then[k])) for k in matched if now.get(k)
     ]
-    return adaptive_test(design, examples, confidence=confidence, seed=seed)
+    return adaptive_test(examples, confidence=confidence, seed=seed)
 
 
 def _money_unknown(

@@ -186,7 +186,7 @@ def _simulate(seed: int, drop: float, n: int = 200, k: int = 4, r: int = 8) -> t
         trials = [int(rng.random() < q) for _ in range(1 + more)]
         calls += len(trials)
         examples.append(Example(trials[0], tuple(trials[1:]), tuple(b)))
-    result = adaptive_test(design, examples, seed=seed, replicates=499)
+    result = adaptive_test(examples, seed=seed, replicates=499)
     return result.p_lower <= 0.05, calls / n
 
 
@@ -200,12 +200,11 @@ def test_false_alarms_and_power_at_a_small_scale() -> None:
 
 
 def test_adaptive_test_reads_a_drop_and_no_change() -> None:
-    design = Design(2, 1.5, 4)
     same = [Example(1, (), (1, 1, 1, 1))] * 50 + [Example(0, (), (0, 0, 0, 0))] * 50
-    r = adaptive_test(design, same)
+    r = adaptive_test(same)
     assert r.p_lower == 1.0 and r.diff == 0.0 and r.n == 100
     worse = [Example(0, (0,), (1, 1, 1, 1))] * 30 + [Example(1, (), (1, 1, 1, 1))] * 70
-    r = adaptive_test(design, worse)
+    r = adaptive_test(worse)
     assert r.p_lower == pytest.approx(1 / 2000) and r.diff == pytest.approx(-0.3)
     assert r.p_higher == pytest.approx(1.0)
     # The interval is the test's: its upper end is below 0 exactly as the test rejects.

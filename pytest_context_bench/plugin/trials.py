@@ -36,7 +36,7 @@ class AdaptivePlan:
 
     def __init__(self, baseline: Any, max_trials: int, budget: float, seed: int) -> None:
         from ..adaptive import allocation, coin, in_pool
-        from ..baseline import _outcome, _trial, adaptive_design
+        from ..baseline import adaptive_design, trial_outcomes
 
         self.max_trials, self.budget, self.seed = max_trials, budget, seed
         self.suites: dict[str, _Suite] = {}
@@ -45,19 +45,10 @@ class AdaptivePlan:
             by_suite.setdefault(rec.suite, []).append(rec)
         marker = {"max_trials": max_trials, "budget": budget}
         for label, recs in by_suite.items():
-            info = baseline.suite(label) or {}
-            threshold = float(info.get("threshold", 0.7))
-            field_ = info.get("score_field")
-            trials: dict[tuple[str, str], list[tuple[int, int | None]]] = {}
-            for rec in recs:
-                trials.setdefault((rec.row.dataset, rec.row.example_id), []).append(
-                    (_trial(rec), _outcome(rec.row, field_, threshold))
-                )
+            trials = trial_outcomes(recs, baseline.suite(label) or {})
             design = adaptive_design(marker, recs)  # raises: too few trials
             pool = sorted(
-                (coin(seed, label, *key), key)
-                for key, outcomes in trials.items()
-                if in_pool([o for _, o in outcomes])
+                (coin(seed, label, *key), key) for key, outcomes in trials.items() if in_pool(outcomes)
             )
             extra, chosen = allocation(design, len(trials), len(pool))
             self.suites[label] = _Suite(design, extra, {key for _, key in pool[:chosen]})
