@@ -212,6 +212,11 @@ def test_adaptive_test_reads_a_drop_and_no_change() -> None:
     from pytest_context_bench.stats import drop_verdict
 
     assert drop_verdict(r, 0.0).failed and not drop_verdict(r, 0.3).failed
+    # Unscored trials are left out: a first trial or a whole baseline unscored drops
+    # the example; an unscored later trial or baseline trial only that trial.
+    holes = [Example(None, (0,), (1, 1)), Example(1, (), (None, None)), Example(0, (None,), (1, None, 1))]
+    r = adaptive_test(worse + holes)
+    assert r.n == 101 and r.diff == pytest.approx((-30 - 1) / 101)
 
 
 # --- the options -----------------------------------------------------------------
