@@ -41,6 +41,7 @@ from ._files import atomic_write_text, not_regular
 from ._json import JSONValueError, strict_loads
 from .errors import ConfigError
 from .metrics import row_score
+from .metrics.scores import primary_field, score_passes
 from .report.rows import row_problem, status_problem
 from .report.run import Record, RunReport
 from .results import EvalRow, from_json_safe, json_safe
@@ -612,7 +613,8 @@ def _examples(records: Iterable[Record], suite: Mapping[str, Any]) -> dict[tuple
     for key, rows in groups.items():
         scores = [s for s in (row_score(r, field_) for r in rows) if s is not None]
         # As PassRate: an errored row is a scored failure, an unscored row is left out.
-        passes = [1.0 if r.error is None and s >= threshold else 0.0 for r in rows if (s := row_score(r, field_)) is not None]
+        passes = [1.0 if r.error is None and score_passes(r.scores, primary_field(r, field_), threshold) else 0.0
+                  for r in rows if row_score(r, field_) is not None]
         lat = [r.latency for r in rows if r.error is None]
         out[key] = _Example(
             score=math.fsum(scores) / len(scores) if scores else None,
@@ -791,7 +793,7 @@ def _outcome(row: EvalRow, field_: Any, threshold: float) -> int | None:
     score = row_score(row, field_)
     if score is None:
         return None
-    return 1 if row.error is None and score >= threshold else 0
+    return 1 if row.error is None and score_passes(row.scores, primary_field(row, field_), threshold) else 0
 
 
 def trial_outcomes(recs: Iterable[Record], info: Mapping[str, Any]) -> dict[tuple[str, str], list[int | None]]:

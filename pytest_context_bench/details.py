@@ -61,6 +61,7 @@ EXPLAINS: Final[dict[str, tuple[str, ...]]] = {
     "memory_judge": ("memory_judge", "memory_judge_raw"),
     "answer_correctness": ("answer_correctness", "answer_factuality",
                            "answer_similarity"),
+    "assertions": ("assert_score", "assert_pass"),
 }
 
 

@@ -15,7 +15,9 @@ were input + response and compression came out negative for any proxy):
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -256,7 +258,8 @@ def score_call(
         # What the call measured so far is the System's; the evaluators' calls
         # (judges, unless already made ahead) come after this mark.
         call.scope.system_calls = len(call.scope.usage)
-    with call_scope(call.scope):
+    facts = assertion_facts(example, call.latency, call.scope.usage[: call.scope.system_calls])
+    with call_scope(call.scope), facts:
         row, ev_raised = score_processed(
             example,
             call.processed,
@@ -271,6 +274,21 @@ def score_call(
         )
     bad_usage = attach_usage(row, call.scope)
     return row, call.raised or ev_raised or bad_usage
+
+
+def assertion_facts(example: dict[str, Any], latency: float, usage: Sequence[Any]) -> Any:
+    """A context manager giving latency and cost assertions what they read about the
+    call being scored: its latency (ms) and the money of ``usage`` (the System's
+    calls; ``None`` without prices). A no-op for an example without ``assert``."""
+    if "assert" not in example:
+        return contextlib.nullcontext()
+    from .evaluators.assertions import call_facts
+    from .pricing import active_prices, usage_summary
+
+    prices = active_prices()
+    summary = usage_summary(usage, prices) if prices else None
+    cost = None if summary is None else summary.get("cost_usd")
+    return call_facts(latency_ms=latency * 1000.0, cost=cost)
 
 
 def score_processed(
@@ -572,6 +590,14 @@ def evaluate(
             by_family[fam] = (
                 list(evaluators) if evaluators is not None else default_evaluators({fam})
             )
+    if any("assert" in ex for ex in examples):
+        # The examples' own assertions (docs/assertions.md); file:// paths are read
+        # from the dataset file's directory (else the current one).
+        from .evaluators.assertions import Assertions
+
+        path = getattr(source, "path", None)
+        checks = Assertions(os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None)
+        by_family = {fam: [*evs, checks] for fam, evs in by_family.items()}
     example_evs = [by_family[fam] for fam in families]
     ev_names = list(
         dict.fromkeys(

@@ -7,7 +7,13 @@ from typing import Any
 
 from .errors import ConfigError, SystemLoadError
 
-__all__ = ["import_object", "load_system", "check_system", "check_memory_system"]
+__all__ = [
+    "import_object",
+    "load_evaluator",
+    "load_system",
+    "check_system",
+    "check_memory_system",
+]
 
 
 def import_object(path: str, *, what: str = "object") -> Any:
@@ -74,6 +80,31 @@ def load_system(path: str) -> Any:
         check_memory_system(obj, origin=path)  # a MemorySystem, for memory datasets
     else:
         check_system(obj, origin=path)
+    return obj
+
+
+def load_evaluator(path: str) -> Any:
+    """Import an Evaluator from ``package.module:name``: an instance with ``name``
+    and ``score(original, processed)``, or a class or zero-argument factory called
+    once to make one.
+
+    :raises ConfigError: anything goes wrong, with the import path in the message.
+    """
+    obj = import_object(path, what="evaluator")
+    if isinstance(obj, type) or (callable(obj) and not callable(getattr(obj, "score", None))):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise ConfigError(
+                f"building evaluator {path!r} raised {type(exc).__name__}: {exc}."
+            ) from exc
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str) or not name or not callable(getattr(obj, "score", None)):
+        raise ConfigError(
+            f"evaluator {path!r} is a {type(obj).__name__}, not an Evaluator: it needs a"
+            " 'name' (a non-empty string) and a method score(original, processed) ->"
+            " dict of numbers."
+        )
     return obj
 
 

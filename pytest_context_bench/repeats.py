@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .metrics import row_score
+from .metrics.scores import primary_field, score_passes
 from .results import EvalRow
 
 __all__ = ["pass_at_k", "pass_hat_k", "fold_trials", "repeat_summary"]
@@ -75,7 +76,8 @@ def fold_trials(
         scores[key] = math.fsum(values) / len(values)
     primary = [row_score(t, score_field) for t in trials]
     passed = sum(1 for t, s in zip(trials, primary)
-                 if t.error is None and s is not None and s >= threshold)
+                 if t.error is None and s is not None
+                 and score_passes(t.scores, primary_field(t, score_field), threshold))
     judged = sum(1 for s in primary if s is not None)
     errors = sum(1 for t in trials if t.error is not None)
     metadata: dict[str, Any] = {k: v for k, v in first.metadata.items() if k != "trial"}

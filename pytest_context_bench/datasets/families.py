@@ -207,6 +207,9 @@ def example_error(family: str, example: dict[str, Any]) -> str | None:
         strings, got null``. The caller adds where (file, line) and how to fix it.
     :raises ConfigError: when ``family`` is not a known family.
     """
+    if family == DEFAULT_FAMILY and "assert" in example and "answer" not in example:
+        # The example's own assertions judge it: no gold answer is needed.
+        return None if _base_ok(example) else _describe_base(example, family)
     fast = _FAST_CHECKS.get(family)
     if fast is None and family in PRIMARY_SCORE and family not in _schema_texts():
         fast = _base_ok  # a family without a schema of its own: the shared one only
@@ -218,6 +221,16 @@ def example_error(family: str, example: dict[str, Any]) -> str | None:
     if error is None:
         return None
     return _describe_error(error, family)
+
+
+def _describe_base(example: dict[str, Any], family: str) -> str | None:
+    from jsonschema.exceptions import best_match
+
+    schema = json.loads(_schema_texts()[_BASE_SCHEMA])
+    from jsonschema import Draft202012Validator
+
+    error = best_match(Draft202012Validator(schema).iter_errors(example))
+    return None if error is None else _describe_error(error, family)
 
 
 # ------------------------------------------------------------------ error wording
@@ -336,6 +349,10 @@ class DatasetBase:
     def family(self) -> str:
         """The family every example belongs to (``qa``, ``code``...)."""
         return self._family
+
+    #: The ``metric`` names of the examples' assertions (docs/assertions.md), or
+    #: ``None`` when no example carries ``assert``.
+    assertion_metrics: frozenset[str] | None = None
 
     @property
     def primary_score(self) -> str:

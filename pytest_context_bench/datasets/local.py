@@ -141,8 +141,12 @@ class LocalDataset(DatasetBase):
         flat: bool = False,
         spans: tuple[array[int], array[int]] | None = None,
         stat: os.stat_result | None = None,
+        assert_metrics: set[str] | None = None,
     ) -> None:
         self._path = path
+        self.assertion_metrics = (
+            None if assert_metrics is None else frozenset(assert_metrics)
+        )
         self._tag = tag
         self._family = family
         self._fingerprint = fingerprint
@@ -381,6 +385,7 @@ def load_local(
                 lines=collector.lines,
                 spans=spans,
                 stat=stat,
+                assert_metrics=collector.assert_metrics,
             )
         data = handle.read()
     fingerprint = hashlib.sha256(data).hexdigest()
@@ -403,6 +408,7 @@ def load_local(
         lines=collector.lines,
         records=records,
         flat=kind is _CSV,
+        assert_metrics=collector.assert_metrics,
     )
 
 
@@ -437,6 +443,9 @@ class _Collector:
         #: strings for lone surrogates: for the formats whose reader did not
         self.check_values = False
         self.check_strings = False
+        #: the ``metric`` names of the examples' assertions; None: no example has any
+        self.assert_metrics: set[str] | None = None
+        self.base_dir = os.path.dirname(os.path.abspath(path))
 
     def family_or_default(self) -> str:
         return self.family if self.family is not None else DEFAULT_FAMILY
@@ -504,6 +513,8 @@ class _Collector:
                 path=self.path,
                 line=None if self.positions_only else line,
             )
+        if "assert" in example:
+            self.check_asserts(example, line, label)
         error = example_error(family, example)
         if error is not None:
             raise self.fail(error, line, label)
@@ -528,6 +539,26 @@ class _Collector:
             )
         self.ids.append(key)
         self.lines.append(line)
+
+    def check_asserts(self, example: dict[str, Any], line: int, label: str) -> None:
+        """Compile the example's ``assert`` list now, so that an unknown type, an
+        invalid regex or schema stops the run before its first example."""
+        from ..evaluators.assertions import AssertionError_, compile_asserts
+
+        try:
+            compiled = compile_asserts(
+                example["assert"], base_dir=self.base_dir, threshold=example.get("threshold")
+            )
+        except AssertionError_ as exc:
+            raise self.fail(str(exc), line, label) from None
+        metrics = self.assert_metrics if self.assert_metrics is not None else set()
+        stack = list(compiled)
+        while stack:
+            a = stack.pop()
+            if a.metric:
+                metrics.add(a.metric)
+            stack.extend(a.inner)
+        self.assert_metrics = metrics
 
     def _here(self, line: int, fallback_id: int) -> str:
         if self.kind is _JSON:
@@ -894,6 +925,8 @@ def _read_csv(path: str, text: str, collector: _Collector) -> list[dict[str, Any
                         line=start,
                     )
                 example[name] = cell
+            if "assert" in example:
+                example["assert"] = _csv_json(path, start, "assert", example["assert"])
             collector.add(example, start, start)
             records.append(example)
     if header is None:
@@ -909,6 +942,20 @@ def _read_csv(path: str, text: str, collector: _Collector) -> list[dict[str, Any
             path=path,
         )
     return records
+
+
+def _csv_json(path: str, line: int, column: str, cell: str) -> Any:
+    """A CSV cell that holds JSON (the ``assert`` column), parsed."""
+    try:
+        return strict_loads(cell)
+    except (ValueError, RecursionError) as exc:
+        raise DatasetError(
+            f"column {column!r} must hold JSON (a list of assertions, e.g."
+            f' [{{"type": "contains", "value": "refund"}}]), and it does not: {exc}.'
+            " Fix the cell (double every quote inside a quoted CSV field).",
+            path=path,
+            line=line,
+        ) from None
 
 
 def _csv_header(path: str, row: list[str], line: int) -> list[str]:

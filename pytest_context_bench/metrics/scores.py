@@ -8,9 +8,11 @@ whose evaluators did not produce the field is left out instead of counted as 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Real
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .stats import mean
@@ -19,17 +21,44 @@ if TYPE_CHECKING:
     from ..results import EvalRow
 
 __all__ = [
+    "ASSERT_PASS",
+    "ASSERT_SCORE",
     "DEFAULT_SCORE_FIELD",
     "ErrorRate",
     "MeanScore",
     "PassRate",
     "PerDatasetBreakdown",
+    "VERDICT_KEYS",
     "primary_field",
     "row_score",
+    "score_passes",
 ]
 
 #: The field used when neither the metric nor the row names one.
 DEFAULT_SCORE_FIELD = "f1"
+
+#: A primary score whose evaluator decides pass or fail itself: score key → the key
+#: of its verdict (1.0 pass, 0.0 fail). For such a row the suite's threshold does
+#: not apply: an example's assertions pass or fail it (docs/assertions.md).
+ASSERT_SCORE = "assert_score"
+ASSERT_PASS = "assert_pass"
+VERDICT_KEYS: Mapping[str, str] = MappingProxyType({ASSERT_SCORE: ASSERT_PASS})
+
+
+def score_passes(scores: Mapping[str, Any], field: str | None, threshold: float) -> bool | None:
+    """Whether a row without an error passes: its primary score ``field`` (``f1``
+    when ``None``) against ``threshold``, or the verdict its evaluator gave
+    (:data:`VERDICT_KEYS`). ``None`` when the row has no such score. The one rule
+    every metric, status, gate and report uses."""
+    name = field or DEFAULT_SCORE_FIELD
+    score = scores.get(name)
+    if score is None:
+        return None
+    verdict = VERDICT_KEYS.get(name)
+    if verdict is not None and verdict in scores:
+        # A mean over trials (fold_trials) passes only when every trial passed.
+        return float(scores[verdict]) >= 1.0
+    return float(score) >= threshold
 
 
 def primary_field(row: EvalRow, score_field: str | None = None) -> str:
@@ -84,8 +113,7 @@ def _passes(row: EvalRow, threshold: float, score_field: str | None) -> bool:
     # An errored row never passes, even with threshold <= 0 where its 0.0 would.
     if row.error is not None:
         return False
-    score = row_score(row, score_field)
-    return score is not None and score >= threshold
+    return bool(score_passes(row.scores, primary_field(row, score_field), threshold))
 
 
 @dataclass

@@ -831,6 +831,7 @@ def _attach(
                 " ctxbench_record(processed): nothing was scored"
             )
         return
+    from ..report.rows import below_text
     from .recording import row_status
 
     rows: list[dict[str, Any]] = []
@@ -862,8 +863,7 @@ def _attach(
             if st != "below":
                 continue
             lines.append(
-                f"{r.system}: {r.metadata.get('score_field')} = {r.scores.get(r.metadata.get('score_field', 'f1'), float('nan')):.4f}"
-                f" < threshold {spec.threshold:g}"
+                f"{r.system}: {below_text(r.scores, r.metadata.get('score_field'), spec.threshold)}"
             )
             lines.extend(_details_text(r.metadata))
         report.longrepr = "below threshold (--ctxbench-strict):\n" + "\n".join(lines)

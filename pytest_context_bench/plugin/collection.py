@@ -16,6 +16,7 @@ deterministic order, so every xdist worker collects the same items.
 
 from __future__ import annotations
 
+import os
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from ..datasets import Dataset, resolve_dataset
 from ..datasets.selection import Selection
 from ..engine import default_evaluators
 from ..errors import CtxBenchError
+from ..metrics.scores import ASSERT_PASS, ASSERT_SCORE
 from .options import MARKER, Settings, marker_kwargs_parsers
 
 __all__ = ["MARKER", "SuiteSpec", "ExampleRef", "CliModule", "DatasetCache"]
@@ -57,6 +59,8 @@ class SuiteSpec:
     #: trials per example (--ctxbench-repeat)
     repeat: int = 1
     evaluator_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: --ctxbench-evaluator: added to the evaluators of every dataset
+    extra_evaluators: tuple[Any, ...] = ()
     # Per dataset position: the evaluators, built once rather than once per example.
     _evaluators: dict[int, list[Any]] = field(default_factory=dict, repr=False)
 
@@ -66,12 +70,20 @@ class SuiteSpec:
     def evaluators_for(self, ds_pos: int) -> list[Any]:
         evs = self._evaluators.get(ds_pos)
         if evs is None:
+            ds = self.datasets[ds_pos]
             if self.evaluators is not None:
                 evs = list(self.evaluators)
             else:
-                evs = default_evaluators(
-                    {self.datasets[ds_pos].family}, self.evaluator_options
-                )
+                evs = default_evaluators({ds.family}, self.evaluator_options)
+            evs.extend(self.extra_evaluators)
+            if getattr(ds, "assertion_metrics", None) is not None:
+                # The examples' own assertions (docs/assertions.md); relative
+                # file:// paths are read from the dataset file's directory.
+                from ..evaluators.assertions import Assertions
+
+                path = getattr(ds, "path", None)
+                base = os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None
+                evs.append(Assertions(base_dir=base))
             self._evaluators[ds_pos] = evs
         return evs
 
@@ -167,15 +179,23 @@ class DatasetCache:
 
 
 def check_score_field(
-    field: str | None, datasets: tuple[Dataset, ...], options: dict[str, Any], where: str
+    field: str | None,
+    datasets: tuple[Dataset, ...],
+    options: dict[str, Any],
+    where: str,
+    extra: tuple[Any, ...] = (),
 ) -> None:
     """Refuse, before any example runs, a score field that none of the evaluators
     wired for these datasets produces (a typo would leave every row unscored)."""
     from ..evaluators import score_keys_for
 
-    if not field:
-        return
+    if not field or extra:
+        return  # a user's own evaluator may produce any score
     keys = score_keys_for({ds.family for ds in datasets}, options)
+    for ds in datasets:
+        metrics = getattr(ds, "assertion_metrics", None)
+        if metrics is not None:
+            keys |= {ASSERT_SCORE, ASSERT_PASS, *metrics}
     if field not in keys:
         raise pytest.UsageError(
             f"{where}: no evaluator of these datasets produces a score named {field!r};"
@@ -183,10 +203,33 @@ def check_score_field(
         )
 
 
+def load_evaluators(settings: Settings) -> tuple[Any, ...]:
+    """The --ctxbench-evaluator objects, imported once (a bad path is a usage error
+    naming the option)."""
+    from ..importing import load_evaluator
+
+    out = []
+    for path in settings.evaluators:
+        try:
+            out.append(load_evaluator(path))
+        except CtxBenchError as exc:
+            raise pytest.UsageError(f"--ctxbench-evaluator={path}: {exc}") from None
+    names = [e.name for e in out]
+    for name in names:
+        if names.count(name) > 1:
+            raise pytest.UsageError(
+                f"--ctxbench-evaluator: two evaluators share the name {name!r}; their"
+                " details would mix. Give one another name."
+            )
+    return tuple(out)
+
+
 def spec_from_settings(settings: Settings, datasets: tuple[Dataset, ...]) -> SuiteSpec:
+    extra = load_evaluators(settings)
     check_score_field(
         settings.score_field, datasets, settings.evaluator_options,
         settings.where.get("ctxbench_score_field", "--ctxbench-score-field"),
+        extra,
     )
     return SuiteSpec(
         origin=CLI_ORIGIN,
@@ -200,6 +243,7 @@ def spec_from_settings(settings: Settings, datasets: tuple[Dataset, ...]) -> Sui
         text_fields=settings.text_fields,
         evaluator_options=settings.evaluator_options,
         repeat=settings.repeat,
+        extra_evaluators=extra,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -54,6 +54,17 @@ SYSTEM = _opt(
     "System to test, repeatable: an import path 'package.module:obj' (an instance,"
     " a class or a zero-argument factory). Default: the ctxbench_system fixture",
     "IMPORT_PATH",
+)
+EVALUATOR = replace(
+    _opt(
+        "evaluator",
+        "list",
+        "Evaluator added to every command-line suite, repeatable: an import path"
+        " 'package.module:obj' (an instance with name and score(original, processed),"
+        " a class or a zero-argument factory)",
+        "IMPORT_PATH",
+    ),
+    ini="ctxbench_evaluators",  # a list of them, one per line
 )
 LIMIT = _opt("limit", "int", "Run only the first N examples of each dataset", "N")
 SCORE_FIELD = _opt(
@@ -405,6 +416,7 @@ TRANSCRIPTS = _opt(
 OPTIONS: tuple[Option, ...] = (
     DATASET,
     SYSTEM,
+    EVALUATOR,
     LIMIT,
     SCORE_FIELD,
     THRESHOLD,
@@ -580,6 +592,8 @@ class Settings:
     datasets: tuple[str, ...] = ()
     dataset_base: Path = Path(".")
     systems: tuple[str, ...] = ()
+    #: --ctxbench-evaluator import paths, added to every command-line suite
+    evaluators: tuple[str, ...] = ()
     limit: int | None = None
     score_field: str | None = None
     threshold: float = 0.7
@@ -663,7 +677,8 @@ class Settings:
 
         datasets, ds_cli = get(DATASET)
         systems, _ = get(SYSTEM)
-        for raw_list, opt in ((datasets, DATASET), (systems, SYSTEM)):
+        evaluators, _ = get(EVALUATOR)
+        for raw_list, opt in ((datasets, DATASET), (systems, SYSTEM), (evaluators, EVALUATOR)):
             for v in raw_list:
                 if not str(v).strip():
                     raise pytest.UsageError(f"{opt.where(True)} got an empty value; expected {opt.metavar}")
@@ -924,6 +939,7 @@ class Settings:
             datasets=tuple(str(d).strip() for d in datasets),
             dataset_base=invdir if ds_cli else inidir,
             systems=tuple(str(s).strip() for s in systems),
+            evaluators=tuple(dict.fromkeys(str(e).strip() for e in evaluators)),
             limit=limit,
             score_field=(score_field or None),
             threshold=0.7 if threshold is None else threshold,

@@ -14,12 +14,14 @@ import pytest
 from ..calls import CallLog, current_call, keep_io
 from ..engine import (
     SystemCall,
+    assertion_facts,
     attach_usage,
     call_system,
     score_call,
     score_processed,
 )
 from ..inputs import check_unique_names
+from ..metrics.scores import ASSERT_SCORE
 from ..memory import Conversation, ask_question, ingest_conversation
 from ..errors import CtxBenchError, ExampleDataError
 from ..importing import check_memory_system, check_system
@@ -84,7 +86,13 @@ class Recorder:
         self._memory = memory
         #: the process's CallRunner (budget, rate limit, timeout), or None
         self._runner = runner
-        self.score_field = self.spec.primary_field(ref.dataset)
+        # An example with assertions is judged by them (docs/assertions.md),
+        # unless the suite names its score field.
+        self.score_field = (
+            ASSERT_SCORE
+            if self.spec.score_field is None and "assert" in self._original
+            else self.spec.primary_field(ref.dataset)
+        )
         self.evaluators = self.spec.evaluators_for(ref.ds_pos)
 
     def __repr__(self) -> str:
@@ -143,7 +151,8 @@ class Recorder:
             # What the test body's LLM calls measured so far is the System's; the
             # evaluators' calls come after this mark.
             scope.system_calls = len(scope.usage)
-        with keep_io() as io:
+        facts = assertion_facts(self._original, elapsed, scope.usage if scope is not None else [])
+        with keep_io() as io, facts:
             row, raised = score_processed(
                 self._original,
                 processed,

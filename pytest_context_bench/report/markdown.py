@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._text import inert
+from .rows import below_text
 from .terminal import COLUMNS, fmt_value
 
 __all__ = [
@@ -109,7 +110,7 @@ def row_reason(row: Mapping[str, Any], threshold: float) -> str:
     field = meta.get("score_field") or "score"
     score = _row_score(row)
     parts = [
-        f"{field} = {_num(score)} < {threshold:g}"
+        below_text(row.get("scores") or {}, field, threshold, _num)
         if score is not None
         else f"no {field} score"
     ]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["row_problem", "row_status", "status_problem"]
+from ..metrics.scores import VERDICT_KEYS, score_passes
+
+__all__ = ["below_text", "row_problem", "row_status", "status_problem"]
 
 
 def row_status(
@@ -18,10 +20,24 @@ def row_status(
     pytest outcome; each trial is a row of its own)."""
     if error is not None:
         return "error"
-    score = scores.get(score_field or "f1")
-    if score is None:
+    passed = score_passes(scores, score_field, threshold)
+    if passed is None:
         return "unscored"
-    return "pass" if score >= threshold else "below"
+    return "pass" if passed else "below"
+
+
+def below_text(scores: dict[str, Any], field: str | None, threshold: float, num: Any = None) -> str:
+    """Why a row without an error is not a pass, in a few words: ``f1 = 0.4 < 0.7``,
+    or ``assert_score = 0.5, its assertions failed`` for a row whose evaluator gave
+    the verdict itself (:data:`~pytest_context_bench.metrics.scores.VERDICT_KEYS`)."""
+    name = field or "f1"
+    score = scores.get(name)
+    if score is None:
+        return f"no {name} score"
+    shown = num(score) if num is not None else f"{float(score):.3g}"
+    if name in VERDICT_KEYS and VERDICT_KEYS[name] in scores:
+        return f"{name} = {shown}, its assertions failed"
+    return f"{name} = {shown} < {threshold:g}"
 
 
 def status_problem(raw: dict[str, Any], suite: dict[str, Any]) -> str | None:
@@ -46,6 +62,8 @@ def status_problem(raw: dict[str, Any], suite: dict[str, Any]) -> str | None:
             else f"it has no {name!r} score"
             if expected == "unscored"
             else f"{name} = {score!r} against the threshold {threshold:g}"
+            if name not in VERDICT_KEYS
+            else f"its {VERDICT_KEYS[name]!r} verdict is {raw['scores'].get(VERDICT_KEYS[name])!r}"
         )
         return (
             f"({_row_name(raw)}) has status {status!r}, but {why} makes it"

@@ -14,6 +14,8 @@ from typing import Any, Iterable
 
 from ..gate import GateResult, check_gates, gates_from_limits
 from ..metrics import PerQATypeMetric, default_metrics, row_score, summarize
+from ..metrics.assertions import AssertionBreakdown
+from ..metrics.scores import ASSERT_SCORE, primary_field, score_passes
 from ..stats import summary_interval
 from ..repeats import fold_trials, repeat_summary
 from ..results import EvalRow
@@ -126,6 +128,9 @@ def build_run_report(
             n_systems=len(labels),
             money=_money(rows, info),
         )
+        if any(ASSERT_SCORE in r.scores for r in rows):
+            # Examples judged by their own assertions: named metrics, per-type rates.
+            metrics.append(AssertionBreakdown())
         if any("qa_type" in r.metadata for r in rows):
             # Memory questions: the breakdown by question type, as evaluate_memory.
             metrics.append(PerQATypeMetric(info.score_field))
@@ -217,8 +222,8 @@ def _folded_intervals(rows: list[EvalRow], field: str | None) -> dict[str, list[
 def _intervals(rows: list[EvalRow], field: str | None, threshold: float) -> dict[str, list[float]]:
     """95% intervals of the mean score and the pass rate (see stats.summary_interval)."""
     scores = [s for s in (row_score(r, field) for r in rows) if s is not None]
-    passes = [1.0 if s >= threshold and r.error is None else 0.0
-              for r in rows for s in [row_score(r, field)] if s is not None]
+    passes = [1.0 if r.error is None and score_passes(r.scores, primary_field(r, field), threshold) else 0.0
+              for r in rows if row_score(r, field) is not None]
     return {
         "mean_score": list(summary_interval(scores)),
         "pass_rate": list(summary_interval(passes)),

@@ -12,6 +12,7 @@ from typing import Any
 from tabulate import tabulate
 
 from .._text import inert
+from .rows import below_text
 from .run import RunReport
 
 __all__ = [
@@ -166,8 +167,7 @@ def example_reason(rec: Any, threshold: float) -> str:
         text = f"{row.error.get('type', 'Error')}: {row.error.get('message', '')}"
         return text + (f" (in {where})" if where else "")
     field = row.metadata.get("score_field") or "score"
-    value = row.scores.get(field)
-    parts = [f"{field} = {value:.3g} < {threshold:g}" if value is not None else f"no {field} score"]
+    parts = [below_text(row.scores, field, threshold)]
     # The evaluators' own explanations follow on lines of their own
     # (example_lines, details_lines).
     if rec.io:
@@ -255,6 +255,13 @@ def fmt_value(value: float | None, kind: str = "score") -> str:
 _FLAKY_SHOWN = 10
 
 
+#: Summary keys shown as tables of their own: (key prefix, title).
+_BREAKDOWNS = (
+    ("metric:", "named metrics (assertions' metric names; mean per example):"),
+    ("assert_type:", "assertions passed, by type:"),
+)
+
+
 def render_lines(
     report: RunReport,
     *,
@@ -308,6 +315,19 @@ def render_lines(
         for text in fit_table(ds_headers, ds_table, width):
             lines.append((text, {}))
 
+    for prefix, title in _BREAKDOWNS:
+        keys = sorted({k for s in labels for k in report.summary[s] if k.startswith(prefix)})
+        if not keys:
+            continue
+        lines.append(("", {}))
+        lines.append((title, {"bold": True}))
+        table = [
+            [label] + [fmt_value(report.summary[label].get(k)) if k in report.summary[label] else "" for k in keys]
+            for label in labels
+        ]
+        for text in fit_table(["suite"] + [k[len(prefix):] for k in keys], table, width):
+            lines.append((text, {}))
+
     if report.repeats:
         lines.append(("", {}))
         lines.append(("repeated trials:", {"bold": True}))
@@ -337,6 +357,10 @@ def render_lines(
         what = f"score field {field}" if field else "each dataset's primary score"
         scope = "" if len(rules) == 1 else f" ({', '.join(suites)})"
         lines.append((f"pass{scope} = {what} >= {threshold:g}", {}))
+    if any("assert_examples" in report.summary[s] for s in labels):
+        lines.append((
+            "an example with assertions passes when they all pass (or their weighted"
+            " score reaches its own threshold); its primary score is assert_score", {}))
     lines.append(("tokens per pass = output tokens per passing example (cost of pass)", {}))
     lines.append(("input/output tokens = mean per example", {}))
     if any(c[0] == "cost_usd" for c in present):

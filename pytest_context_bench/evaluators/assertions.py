@@ -1,0 +1,1062 @@
+"""Assertions: an example's own checks, in promptfoo's vocabulary.
+
+An example may carry ``assert``: a list of ``{type, value, threshold, weight,
+metric}`` (promptfoo's test format). :class:`Assertions` runs them on the System's
+``response`` and reports every assertion's ``(pass, score, reason)`` in the row's
+details. Its scores:
+
+- ``assert_score``: the weighted mean of the assertions' scores (weights default to
+  1; weight 0 counts for nothing); the example's primary score.
+- ``assert_pass``: 1.0 when the example passes, else 0.0. With a test-level
+  ``threshold`` the example passes when ``assert_score`` reaches it; without one,
+  only when every assertion passes. This verdict, not the suite's threshold, decides
+  the example's status (:data:`VERDICT_KEYS`).
+- one score per ``metric`` name: the weighted mean of that metric's assertions.
+
+Each type is a small pure function of ``(output, value, assertion, context)``
+returning :class:`Result`; :data:`CHECKS` is the table by name, the vocabulary
+docs/assertions.md documents. A ``not-`` prefix inverts the verdict (and the score
+of a pass/fail check). :func:`compile_asserts` checks a list once (unknown type with
+a did-you-mean, invalid regex, invalid JSON Schema, unresolvable ``python`` target)
+and is what loaders call before the first example runs.
+
+Semantics follow promptfoo 0.121 (its verdicts are recorded in
+tests/oracles/promptfoo/ and checked case by case); docs/differences.md lists where
+we differ on purpose.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import importlib.util
+import json
+import math
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Final, Mapping, Sequence
+
+from ..errors import ExampleDataError
+from ..metrics.scores import ASSERT_PASS, ASSERT_SCORE, VERDICT_KEYS
+
+__all__ = [
+    "ASSERT_PASS",
+    "ASSERT_SCORE",
+    "AssertionError_",
+    "Assertions",
+    "CHECKS",
+    "Compiled",
+    "KNOWN_TYPES",
+    "Result",
+    "VERDICT_KEYS",
+    "compile_asserts",
+    "run_asserts",
+]
+
+#: Score keys an assertion's ``metric`` may not take (they are ours).
+_RESERVED_METRICS: Final = frozenset({ASSERT_SCORE, ASSERT_PASS})
+
+
+class AssertionError_(ValueError):
+    """An assertion list that cannot run (unknown type, invalid regex or schema...).
+
+    :param index: the 0-based position of the assertion in the list (``None`` when
+        the list itself is wrong).
+    """
+
+    def __init__(self, message: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+@dataclass(frozen=True)
+class Result:
+    """One assertion's outcome: whether it passed, its score in [0, 1] (python
+    assertions may return other numbers), and why."""
+
+    passed: bool
+    score: float
+    reason: str
+
+
+# ----------------------------------------------------------------- output text
+
+
+def output_text(value: Any) -> str:
+    """The output as promptfoo sees it: a string as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _js_lower(text: str) -> str:
+    # JavaScript's toLowerCase() is Unicode's default lower-casing, as str.lower()
+    # (İ becomes "i̇" in both); kept as one function so the choice is visible.
+    return text.lower()
+
+
+def _value_text(value: Any) -> str:
+    """``String(value)`` in JavaScript: how promptfoo turns a non-string value into
+    the text it looks for (numbers as JS prints them, objects as JSON)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _js_number(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _js_number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    return repr(value)
+
+
+def _quoted(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else _value_text(value)
+
+
+def _split_list(value: Any) -> list[str]:
+    """contains-any/-all's value: a list, or a comma-separated string (a field in
+    double quotes may hold commas), each item trimmed."""
+    if isinstance(value, (list, tuple)):
+        return [_value_text(v) for v in value]
+    text = _value_text(value)
+    items: list[str] = []
+    current = ""
+    quoted = False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "," and not quoted:
+            items.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    items.append(current.strip())
+    return items
+
+
+# -------------------------------------------------------------------- checks
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """One assertion, checked and ready to run."""
+
+    type: str  # as written, with its not- prefix
+    base: str  # without it
+    inverse: bool
+    value: Any
+    threshold: float | None
+    weight: float
+    metric: str | None
+    raw: Mapping[str, Any]
+    #: what compiling prepared: a regex, a schema validator, a Python function, the
+    #: inner assertions of an assert-set
+    prepared: Any = None
+    inner: tuple["Compiled", ...] = ()
+
+
+Check = Callable[[str, "Compiled", Mapping[str, Any]], Result]
+
+
+def _binary(passed: bool, inverse: bool, said: str, negated: str) -> Result:
+    ok = passed != inverse
+    return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else (negated if inverse else said))
+
+
+def _equals(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    value = a.value
+    if isinstance(value, (dict, list)):
+        try:
+            parsed = _strict_json(output)
+            same = _json_equal(parsed, value)
+        except ValueError:
+            same = False
+        shown = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    else:
+        shown = _value_text(value)
+        same = output == shown
+    return _binary(
+        same, a.inverse,
+        f'Expected output "{output}" to equal "{shown}"',
+        f'Expected output "{output}" to not equal "{shown}"',
+    )
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Deep equality of two JSON values (1 and 1.0 equal, as in JavaScript; a bool
+    is never a number)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _contains(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    value = _value_text(a.value)
+    return _binary(
+        value in output, a.inverse,
+        f'Expected output to contain "{value}"',
+        f'Expected output to not contain "{value}"',
+    )
+
+
+def _icontains(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    value = _value_text(a.value)
+    return _binary(
+        _js_lower(value) in _js_lower(output), a.inverse,
+        f'Expected output to contain "{value}"',
+        f'Expected output to not contain "{value}"',
+    )
+
+
+def _any_all(kind: str, fold: bool) -> Check:
+    def check(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+        items = _split_list(a.value)
+        text = _js_lower(output) if fold else output
+        found = [(_js_lower(i) if fold else i) in text for i in items]
+        shown = ", ".join(items)
+        if kind == "any":
+            return _binary(
+                any(found), a.inverse,
+                f'Expected output to contain one of "{shown}"',
+                f'Expected output to not contain any of "{shown}"',
+            )
+        missing = [i for i, f in zip(items, found) if not f]
+        return _binary(
+            all(found), a.inverse,
+            f'Expected output to contain all of [{shown}]. Missing: [{", ".join(missing)}]',
+            f'Expected output to not contain all of [{shown}]',
+        )
+
+    return check
+
+
+def _starts_with(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    value = _value_text(a.value)
+    return _binary(
+        output.startswith(value), a.inverse,
+        f'Expected output to start with "{value}"',
+        f'Expected output to not start with "{value}"',
+    )
+
+
+def _regex(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    pattern = a.prepared
+    return _binary(
+        pattern.search(output) is not None, a.inverse,
+        f'Expected output to match regex "{_value_text(a.value)}"',
+        f'Expected output to not match regex "{_value_text(a.value)}"',
+    )
+
+
+def _levenshtein(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    value = _value_text(a.value)
+    limit = 5.0 if a.threshold is None else a.threshold
+    distance = _utf16_levenshtein(output, value)
+    return _binary(
+        distance <= limit, a.inverse,
+        f"Levenshtein distance {distance} is greater than threshold {_js_number(limit)}",
+        f"Levenshtein distance {distance} is less than or equal to threshold {_js_number(limit)}",
+    )
+
+
+def _utf16_levenshtein(a: str, b: str) -> int:
+    """Edit distance over UTF-16 code units, as JavaScript strings count them (an
+    emoji outside the BMP is two units)."""
+    ua = a.encode("utf-16-le", "surrogatepass")
+    ub = b.encode("utf-16-le", "surrogatepass")
+    sa = [ua[i:i + 2] for i in range(0, len(ua), 2)]
+    sb = [ub[i:i + 2] for i in range(0, len(ub), 2)]
+    if len(sa) < len(sb):
+        sa, sb = sb, sa
+    previous = list(range(len(sb) + 1))
+    for i, ca in enumerate(sa, 1):
+        current = [i]
+        for j, cb in enumerate(sb, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def _strict_json(text: str) -> Any:
+    """``JSON.parse``: no NaN or Infinity; raises ValueError."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _schema_errors(a: Compiled, value: Any) -> str | None:
+    validator = a.prepared
+    if validator is None:
+        return None
+    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+    if not errors:
+        return None
+    return ", ".join(_schema_error_text(e) for e in errors)
+
+
+def _schema_error_text(error: Any) -> str:
+    path = "".join(f"/{p}" for p in error.path)
+    return f"{path} {error.message}".strip()
+
+
+def _is_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    try:
+        parsed = _strict_json(output)
+    except ValueError:
+        ok = a.inverse
+        return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to be valid JSON")
+    problem = _schema_errors(a, parsed)
+    if problem is not None:
+        ok = a.inverse
+        return Result(ok, 1.0 if ok else 0.0,
+                      "Assertion passed" if ok else f"JSON does not conform to the provided schema. Errors: {problem}")
+    ok = not a.inverse
+    return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to not be valid JSON")
+
+
+def extract_json_values(text: str) -> list[Any]:
+    """Every JSON object or array found in ``text``, in order: from each ``{`` or
+    ``[`` not inside one already found, the longest balanced span that parses."""
+    found: list[Any] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch not in "{[":
+            i += 1
+            continue
+        end = _balanced_end(text, i)
+        parsed = False
+        while end is not None:
+            try:
+                found.append(_strict_json(text[i:end]))
+                parsed = True
+                break
+            except ValueError:
+                end = _balanced_end(text, i, end)
+        i = end if parsed and end is not None else i + 1
+    return found
+
+
+def _balanced_end(text: str, start: int, after: int | None = None) -> int | None:
+    """The end (exclusive) of the first span from ``start`` whose brackets balance,
+    counting quotes as JSON strings; spans ending at or before ``after`` are skipped
+    (the next candidate)."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for k in range(start, len(text)):
+        ch = text[k]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                if after is None or k + 1 > after:
+                    return k + 1
+                return None
+            if depth < 0:
+                return None
+    return None
+
+
+def _contains_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    values = extract_json_values(output)
+    if not values:
+        ok = a.inverse
+        return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to contain valid JSON")
+    problems = []
+    for value in values:
+        problem = _schema_errors(a, value)
+        if problem is None:
+            ok = not a.inverse
+            return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to not contain valid JSON")
+        problems.append(problem)
+    ok = a.inverse
+    return Result(ok, 1.0 if ok else 0.0,
+                  "Assertion passed" if ok else f"JSON does not conform to the provided schema. Errors: {problems[0]}")
+
+
+def _latency(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    latency = ctx.get("latency_ms")
+    if latency is None:
+        raise ExampleDataError("a latency assertion needs the call's latency, and this row has none")
+    limit = a.threshold
+    assert limit is not None  # compile_asserts requires it
+    ok = (latency <= limit) != a.inverse
+    said = f"Latency {_js_number(round(latency))}ms is greater than threshold {_js_number(limit)}ms"
+    return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else said)
+
+
+def _cost(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    cost = ctx.get("cost")
+    if cost is None:
+        raise ExampleDataError(
+            "a cost assertion needs the call's cost, and this row has none (set prices:"
+            " --ctxbench-price, or have the System report api_usage with prices set)"
+        )
+    limit = a.threshold
+    assert limit is not None
+    ok = (cost <= limit) != a.inverse
+    said = f"Cost {cost:.4f} is greater than threshold {_js_number(limit)}"
+    return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else said)
+
+
+def _python(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    func = a.prepared
+    context = dict(ctx.get("python_context") or {})
+    context["config"] = a.raw.get("config") or {}
+    returned = func(output, context)
+    return _python_result(returned, a)
+
+
+def _python_result(returned: Any, a: Compiled) -> Result:
+    if isinstance(returned, bool):
+        ok, score, reason = returned, 1.0 if returned else 0.0, None
+    elif isinstance(returned, (int, float)):
+        score = float(returned)
+        if math.isnan(score):
+            raise ExampleDataError("the python assertion returned NaN")
+        ok = score >= a.threshold if a.threshold is not None else score > 0
+        reason = None
+    elif isinstance(returned, Mapping) and "pass" in returned:
+        ok = bool(returned["pass"])
+        raw_score = returned.get("score", 1.0 if ok else 0.0)
+        if isinstance(raw_score, bool) or not isinstance(raw_score, (int, float)):
+            raise ExampleDataError(
+                f"the python assertion returned score {raw_score!r}; a score must be a number"
+            )
+        score = float(raw_score)
+        reason = returned.get("reason")
+        reason = None if reason is None else str(reason)
+    else:
+        raise ExampleDataError(
+            f"the python assertion returned {type(returned).__name__}; return a bool, a"
+            " number, or a dict with 'pass' (and optionally 'score' and 'reason')"
+        )
+    if a.inverse:
+        ok = not ok
+        score = 1.0 - score
+    if reason is None:
+        reason = "Assertion passed" if ok else (
+            "Python code returned false" if not a.inverse else "Python code returned true"
+        )
+    return Result(ok, score, reason)
+
+
+#: type name (without ``not-``) → its check. Adding a type is adding a row here and
+#: a paragraph in docs/assertions.md.
+CHECKS: Final[Mapping[str, Check]] = {
+    "equals": _equals,
+    "contains": _contains,
+    "icontains": _icontains,
+    "contains-any": _any_all("any", False),
+    "contains-all": _any_all("all", False),
+    "icontains-any": _any_all("any", True),
+    "icontains-all": _any_all("all", True),
+    "starts-with": _starts_with,
+    "regex": _regex,
+    "is-json": _is_json,
+    "contains-json": _contains_json,
+    "levenshtein": _levenshtein,
+    "python": _python,
+    "latency": _latency,
+    "cost": _cost,
+}
+
+#: Every type name accepted, ``not-`` forms and ``assert-set`` included.
+KNOWN_TYPES: Final[tuple[str, ...]] = tuple(
+    [*CHECKS, *(f"not-{t}" for t in CHECKS), "assert-set"]
+)
+
+#: promptfoo types this version does not run, and why (named in the error).
+_NOT_HERE: Final[Mapping[str, str]] = {
+    "llm-rubric": "it needs an LLM judge with a rubric, which this version does not have yet",
+    "javascript": "JavaScript is not run here; write the check as a python assertion",
+}
+
+
+# ----------------------------------------------------------------- compiling
+
+
+def compile_asserts(
+    raw: Any, *, base_dir: str | None = None, threshold: Any = None
+) -> tuple[Compiled, ...]:
+    """Check an example's ``assert`` list (and its test-level ``threshold``) and
+    prepare every assertion.
+
+    :param raw: the ``assert`` value.
+    :param base_dir: the directory ``file://`` paths of ``python`` assertions are
+        relative to (the dataset file's); default: the current directory.
+    :param threshold: the example's ``threshold`` field, checked here.
+    :raises AssertionError_: naming the assertion (its position and type) and how to
+        fix it.
+    """
+    if not isinstance(raw, list):
+        raise AssertionError_(
+            f"field 'assert' must be a list of assertions ({{\"type\": ..., \"value\": ...}}),"
+            f" got {_kind(raw)}"
+        )
+    check_threshold(threshold)
+    return tuple(_compile_one(item, i, base_dir) for i, item in enumerate(raw))
+
+
+def check_threshold(threshold: Any) -> float | None:
+    """The test-level threshold as a float (``None`` when absent)."""
+    if threshold is None:
+        return None
+    value = _number(threshold)
+    if value is None:
+        raise AssertionError_(f"field 'threshold' must be a number, got {_kind(threshold)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value[:40], ensure_ascii=False)}"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _compile_one(item: Any, index: int, base_dir: str | None) -> Compiled:
+    where = f"assertion {index + 1}"
+    if not isinstance(item, Mapping):
+        raise AssertionError_(f"{where} must be an object with a 'type', got {_kind(item)}", index)
+    kind = item.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise AssertionError_(f"{where} has no 'type' (a string such as \"contains\")", index)
+    where = f"assertion {index + 1} ({kind})"
+    inverse = kind.startswith("not-")
+    base = kind[4:] if inverse else kind
+    if kind == "assert-set":
+        inner_raw = item.get("assert")
+        if not isinstance(inner_raw, list) or not inner_raw:
+            raise AssertionError_(f"{where} needs 'assert': a non-empty list of assertions", index)
+        try:
+            inner = tuple(_compile_one(x, j, base_dir) for j, x in enumerate(inner_raw))
+        except AssertionError_ as exc:
+            raise AssertionError_(f"{where}, inner {exc}", index) from None
+        return _finish(item, index, where, kind, base, False, None, inner)
+    if base not in CHECKS:
+        if base in _NOT_HERE:
+            raise AssertionError_(f"{where} is not run by pytest-context-bench: {_NOT_HERE[base]}", index)
+        close = difflib.get_close_matches(kind, KNOWN_TYPES, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise AssertionError_(
+            f"{where}: unknown assertion type {kind!r}.{hint} Known types: {', '.join(CHECKS)}"
+            " (each also with a not- prefix), and assert-set",
+            index,
+        )
+    prepared: Any = None
+    value = item.get("value")
+    if base in ("equals", "contains", "icontains", "starts-with", "levenshtein"):
+        if value is None:
+            raise AssertionError_(f"{where} needs a 'value'", index)
+    elif base in ("contains-any", "contains-all", "icontains-any", "icontains-all"):
+        if value is None or (isinstance(value, list) and not value):
+            raise AssertionError_(f"{where} needs a 'value': a list of strings, or one comma-separated string", index)
+    elif base == "regex":
+        if not isinstance(value, str):
+            raise AssertionError_(f"{where} needs a 'value': the regular expression, as a string", index)
+        try:
+            prepared = compile_js_regex(value)
+        except re.error as exc:
+            raise AssertionError_(f"{where}: invalid regular expression {value!r}: {exc}", index) from None
+    elif base in ("is-json", "contains-json"):
+        prepared = _schema_validator(value, where, index, base_dir)
+    elif base == "python":
+        prepared = resolve_python(value, where, index, base_dir)
+    elif base in ("latency", "cost"):
+        if _number(item.get("threshold")) is None:
+            raise AssertionError_(f"{where} needs a 'threshold' (a number: {'milliseconds' if base == 'latency' else 'dollars'})", index)
+    return _finish(item, index, where, kind, base, inverse, prepared, ())
+
+
+def _finish(
+    item: Mapping[str, Any], index: int, where: str, kind: str, base: str,
+    inverse: bool, prepared: Any, inner: tuple[Compiled, ...],
+) -> Compiled:
+    threshold = item.get("threshold")
+    if threshold is not None and _number(threshold) is None:
+        raise AssertionError_(f"{where}: 'threshold' must be a number, got {_kind(threshold)}", index)
+    weight = item.get("weight", 1)
+    number = _number(weight) if not isinstance(weight, str) else None
+    if number is None or number < 0:
+        raise AssertionError_(f"{where}: 'weight' must be a number >= 0, got {_kind(weight)}", index)
+    metric = item.get("metric")
+    if metric is not None:
+        if not isinstance(metric, str) or not metric.strip():
+            raise AssertionError_(f"{where}: 'metric' must be a non-empty string, got {_kind(metric)}", index)
+        if metric in _RESERVED_METRICS:
+            raise AssertionError_(f"{where}: 'metric' may not be {metric!r}, a score of ours; choose another name", index)
+    return Compiled(
+        type=kind, base=base, inverse=inverse, value=item.get("value"),
+        threshold=_number(threshold) if threshold is not None else None,
+        weight=number, metric=metric, raw=dict(item), prepared=prepared, inner=inner,
+    )
+
+
+def _schema_validator(value: Any, where: str, index: int, base_dir: str | None) -> Any:
+    if value is None or value == "":
+        return None
+    schema = value
+    if isinstance(value, str):
+        text = value
+        if text.startswith("file://"):
+            path = _resolve_path(text[len("file://"):], base_dir)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as exc:
+                raise AssertionError_(f"{where}: cannot read the schema file {path} ({exc.strerror})", index) from None
+        try:
+            schema = _strict_json(text)
+        except ValueError as exc:
+            raise AssertionError_(f"{where}: the value is not a JSON Schema (not JSON: {exc})", index) from None
+    if not isinstance(schema, (dict, bool)):
+        raise AssertionError_(f"{where}: the value must be a JSON Schema (an object), got {_kind(schema)}", index)
+    from jsonschema import exceptions, validators
+
+    cls = validators.validator_for(schema, default=validators.Draft7Validator)
+    try:
+        cls.check_schema(schema)
+    except exceptions.SchemaError as exc:
+        at = "/".join(str(p) for p in exc.path)
+        raise AssertionError_(
+            f"{where}: invalid JSON Schema{f' at {at}' if at else ''}: {exc.message}", index
+        ) from None
+    return cls(schema)
+
+
+def _resolve_path(path: str, base_dir: str | None) -> str:
+    if os.path.isabs(path):
+        return path
+    return os.path.join(base_dir or os.getcwd(), path)
+
+
+_modules: dict[tuple[str, int], Any] = {}
+_modules_lock = threading.Lock()
+
+
+def resolve_python(value: Any, where: str, index: int, base_dir: str | None) -> Callable[..., Any]:
+    """The function a ``python`` assertion names: ``file://path.py:function``
+    (default function ``get_assert``, as promptfoo), ``module:function``, or an
+    inline expression of ``output`` and ``context``."""
+    if not isinstance(value, str) or not value.strip():
+        raise AssertionError_(
+            f"{where} needs a 'value': file://path.py:function, module:function, or an expression", index
+        )
+    text = value.strip()
+    if text.startswith("file://"):
+        target = text[len("file://"):]
+        path, _, name = target.rpartition(":") if _has_function(target) else (target, "", "")
+        name = name or "get_assert"
+        full = _resolve_path(path, base_dir)
+        module = _load_file(full, where, index)
+        func = getattr(module, name, None)
+        if not callable(func):
+            raise AssertionError_(f"{where}: {full} has no function {name!r}", index)
+        return func
+    if re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", text):
+        mod_name, _, name = text.partition(":")
+        try:
+            module = importlib.import_module(mod_name)
+        except Exception as exc:
+            raise AssertionError_(f"{where}: cannot import {mod_name!r} ({type(exc).__name__}: {exc})", index) from None
+        func = getattr(module, name, None)
+        if not callable(func):
+            raise AssertionError_(f"{where}: module {mod_name!r} has no function {name!r}", index)
+        return func
+    return _inline(text, where, index)
+
+
+def _has_function(target: str) -> bool:
+    head, sep, tail = target.rpartition(":")
+    return bool(sep) and head.endswith(".py") and re.fullmatch(r"[A-Za-z_]\w*", tail) is not None
+
+
+def _load_file(path: str, where: str, index: int) -> Any:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        raise AssertionError_(f"{where}: the file {path} does not exist (a relative path is read from the dataset's directory)", index) from None
+    key = (path, stat.st_mtime_ns)
+    with _modules_lock:
+        module = _modules.get(key)
+        if module is not None:
+            return module
+        spec = importlib.util.spec_from_file_location(f"_ctxbench_assert_{len(_modules)}", path)
+        if spec is None or spec.loader is None:
+            raise AssertionError_(f"{where}: {path} is not a Python file", index)
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise AssertionError_(f"{where}: importing {path} failed ({type(exc).__name__}: {exc})", index) from None
+        _modules[key] = module
+        return module
+
+
+def _inline(text: str, where: str, index: int) -> Callable[..., Any]:
+    # promptfoo's inline python: an expression, or a body with `return`.
+    body = text if "\n" in text or text.startswith("return ") or "\nreturn" in text else None
+    try:
+        if body is None:
+            code = compile(text, f"<{where}>", "eval")
+
+            def expression(output: str, context: dict[str, Any]) -> Any:
+                return eval(code, {"__builtins__": __builtins__}, {"output": output, "context": context})
+
+            return expression
+        source = "def _assertion(output, context):\n" + "".join(
+            f"    {line}\n" for line in body.splitlines()
+        )
+        namespace: dict[str, Any] = {}
+        exec(compile(source, f"<{where}>", "exec"), namespace)
+        return namespace["_assertion"]
+    except SyntaxError as exc:
+        raise AssertionError_(f"{where}: the inline Python does not compile ({exc.msg}, line {exc.lineno})", index) from None
+
+
+# -------------------------------------------------------- JavaScript regexes
+
+#: JavaScript's \s: Unicode white space and line terminators.
+_JS_SPACE = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+_JS_CLASS = {"d": "0-9", "w": "A-Za-z0-9_", "s": _JS_SPACE}
+
+
+def compile_js_regex(source: str) -> re.Pattern[str]:
+    """``new RegExp(source)`` (no flags) as a Python pattern: ``$`` matches only at
+    the very end, ``\\d``/``\\w``/``\\b`` are ASCII, ``\\s`` is JavaScript's set,
+    ``.`` matches no line terminator, ``(?<name>`` is a named group.
+
+    :raises re.error: when the pattern is not valid.
+    """
+    out: list[str] = []
+    i = 0
+    n = len(source)
+    in_class = False
+    while i < n:
+        ch = source[i]
+        if ch == "\\" and i + 1 < n:
+            nxt = source[i + 1]
+            if nxt in "dws":
+                body = _JS_CLASS[nxt]
+                out.append(body if in_class else f"[{body}]")
+            elif nxt in "DWS":
+                if in_class:
+                    raise re.error(f"\\{nxt} inside a character class is not supported")
+                out.append(f"[^{_JS_CLASS[nxt.lower()]}]")
+            elif nxt in "bB" and not in_class:
+                word = "[A-Za-z0-9_]"
+                if nxt == "b":
+                    out.append(f"(?:(?<={word})(?!{word})|(?<!{word})(?={word}))")
+                else:
+                    out.append(f"(?:(?<={word})(?={word})|(?<!{word})(?!{word}))")
+            elif nxt == "u" and source[i + 2:i + 3] == "{":
+                raise re.error("\\u{...} needs the u flag, which promptfoo does not set")
+            else:
+                out.append(source[i:i + 2])
+            i += 2
+            continue
+        if in_class:
+            if ch == "]":
+                in_class = False
+            elif ch == "[":
+                out.append("\\[")
+                i += 1
+                continue
+            out.append(ch)
+            i += 1
+            continue
+        if ch == "[":
+            in_class = True
+            out.append(ch)
+            if source[i + 1:i + 2] == "^":
+                out.append("^")
+                i += 1
+            if source[i + 1:i + 2] == "]":
+                # JavaScript: [] matches nothing, [^] anything
+                negated = out[-1] == "^"
+                if negated:
+                    out[-2:] = ["[\\s\\S]"]
+                else:
+                    out[-1:] = ["(?!)"]
+                in_class = False
+                i += 2
+                continue
+            i += 1
+            continue
+        if ch == "$":
+            out.append("\\Z")
+            i += 1
+            continue
+        if ch == ".":
+            out.append("[^\\n\\r\\u2028\\u2029]")
+            i += 1
+            continue
+        if ch == "(" and source.startswith("(?<", i) and source[i + 3:i + 4] not in ("=", "!"):
+            out.append("(?P<")
+            i += 3
+            continue
+        out.append(ch)
+        i += 1
+    return re.compile("".join(out))
+
+
+# ------------------------------------------------------------------ running
+
+
+def run_asserts(
+    compiled: Sequence[Compiled],
+    output: str,
+    context: Mapping[str, Any],
+    threshold: float | None = None,
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Run the assertions of one example.
+
+    :returns: the scores (``assert_score``, ``assert_pass`` and one per metric) and
+        one result per assertion: ``{"type", "pass", "score", "reason"}`` (plus
+        ``metric`` and ``weight`` when set).
+    :raises ExampleDataError: a ``python`` assertion's error, or a latency/cost
+        assertion without the number it needs (the row's error).
+    """
+    results: list[dict[str, Any]] = []
+    outcomes: list[tuple[Compiled, Result]] = []
+    for a in compiled:
+        res = _run_one(a, output, context)
+        outcomes.append((a, res))
+        entry: dict[str, Any] = {"type": a.type, "pass": res.passed, "score": res.score, "reason": res.reason}
+        if a.metric:
+            entry["metric"] = a.metric
+        if a.weight != 1:
+            entry["weight"] = a.weight
+        results.append(entry)
+    score, passed = _aggregate(outcomes, threshold)
+    scores: dict[str, float] = {ASSERT_SCORE: score, ASSERT_PASS: 1.0 if passed else 0.0}
+    metrics: dict[str, list[tuple[float, float]]] = {}
+    for a, res in outcomes:
+        if a.metric:
+            metrics.setdefault(a.metric, []).append((a.weight, res.score))
+    for name, parts in metrics.items():
+        total = math.fsum(w for w, _ in parts)
+        scores[name] = (
+            math.fsum(w * s for w, s in parts) / total if total > 0 else
+            math.fsum(s for _, s in parts) / len(parts)
+        )
+    return scores, results
+
+
+def _aggregate(outcomes: Sequence[tuple[Compiled, Result]], threshold: float | None) -> tuple[float, bool]:
+    total = math.fsum(a.weight for a, _ in outcomes)
+    if not outcomes:
+        return 1.0, True
+    score = math.fsum(a.weight * r.score for a, r in outcomes) / total if total > 0 else 0.0
+    if threshold is not None:
+        return score, score >= threshold
+    return score, all(r.passed for _, r in outcomes)
+
+
+def _run_one(a: Compiled, output: str, context: Mapping[str, Any]) -> Result:
+    if a.inner:
+        inner = [(b, _run_one(b, output, context)) for b in a.inner]
+        score, passed = _aggregate(inner, a.threshold)
+        failed = [r.reason for _, r in inner if not r.passed]
+        return Result(passed, score, "All assertions passed" if passed else "; ".join(failed))
+    return CHECKS[a.base](output, a, context)
+
+
+# ---------------------------------------------------------------- evaluator
+
+
+class Assertions:
+    """Run an example's ``assert`` list on the System's ``response``.
+
+    Auto-wired for every dataset (it scores only examples with ``assert``).
+
+    :param base_dir: the directory relative ``file://`` paths (python assertions,
+        schema files) are read from: the dataset file's directory.
+    """
+
+    name = "assertions"
+
+    def __init__(self, base_dir: str | None = None) -> None:
+        self.base_dir = base_dir
+        self._compiled: dict[str, tuple[Compiled, ...]] = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Assertions(base_dir={self.base_dir!r})"
+
+    def score(self, original: dict[str, Any], processed: dict[str, Any]) -> dict[str, float]:
+        return self.score_details(original, processed)[0]
+
+    def _compile(self, original: Mapping[str, Any]) -> tuple[Compiled, ...]:
+        raw = original["assert"]
+        key = json.dumps(raw, sort_keys=True, default=str)
+        with self._lock:
+            found = self._compiled.get(key)
+        if found is None:
+            try:
+                found = compile_asserts(raw, base_dir=self.base_dir)
+            except AssertionError_ as exc:
+                raise ExampleDataError(str(exc)) from None
+            with self._lock:
+                if len(self._compiled) > 4096:
+                    self._compiled.clear()
+                self._compiled[key] = found
+        return found
+
+    def score_details(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> tuple[dict[str, float], dict[str, Any] | None]:
+        if "assert" not in original:
+            return {}, None
+        compiled = self._compile(original)
+        try:
+            threshold = check_threshold(original.get("threshold"))
+        except AssertionError_ as exc:
+            raise ExampleDataError(str(exc)) from None
+        output = output_text(processed.get("response"))
+        facts = current_facts()
+        context = {
+            "latency_ms": facts.get("latency_ms"),
+            "cost": facts.get("cost"),
+            "python_context": {
+                "vars": {k: v for k, v in original.items() if k not in ("assert", "threshold")},
+                "test": {k: original[k] for k in ("assert", "threshold", "description") if k in original},
+                "prompt": original.get("prompt", original.get("question", original.get("context"))),
+                "example": original,
+                "processed": processed,
+            },
+        }
+        try:
+            scores, results = run_asserts(compiled, output, context, threshold)
+        except ExampleDataError:
+            raise
+        except Exception as exc:
+            raise ExampleDataError(
+                f"a python assertion raised {type(exc).__name__}: {exc}"
+            ) from exc
+        details = _details(results, scores, threshold)
+        return scores, details
+
+
+def _details(results: list[dict[str, Any]], scores: Mapping[str, float], threshold: float | None) -> dict[str, Any]:
+    failed = [r for r in results if not r["pass"]]
+    n = len(results)
+    passed = scores[ASSERT_PASS] >= 1.0
+    if not results:
+        reason = "no assertions"
+    elif not failed:
+        reason = "the assertion passed" if n == 1 else f"all {n} assertions passed"
+    else:
+        first = failed[0]
+        reason = f"{len(failed)} of {n} assertion{'s' if n != 1 else ''} failed; first: {first['type']}: {first['reason']}"
+    if threshold is not None:
+        reason += (
+            f" (score {scores[ASSERT_SCORE]:.4g} {'>=' if passed else '<'} threshold {threshold:g}:"
+            f" {'pass' if passed else 'fail'})"
+        )
+    details: dict[str, Any] = {"reason": reason}
+    by_type: dict[str, list[int]] = {}
+    for i, r in enumerate(results, 1):
+        counts = by_type.setdefault(r["type"], [0, 0])
+        counts[0] += bool(r["pass"])
+        counts[1] += 1
+        text = "pass" if r["pass"] else f"FAIL: {r['reason']}"
+        if r["score"] not in (0.0, 1.0):
+            text += f" (score {r['score']:.4g})"
+        if r.get("metric"):
+            text += f" [metric {r['metric']}]"
+        if "weight" in r:
+            text += f" [weight {r['weight']:g}]"
+        details[f"{i}. {r['type']}"] = text
+    details["by_type"] = {t: f"{p}/{c}" for t, (p, c) in by_type.items()}
+    metrics = sorted({r["metric"] for r in results if r.get("metric")})
+    if metrics:
+        details["metrics"] = metrics
+    return details
+
+
+# ------------------------------------------------- facts of the call (latency, cost)
+
+_facts = threading.local()
+
+
+def current_facts() -> Mapping[str, Any]:
+    """What the engine knows about the call being scored (``latency_ms``,
+    ``cost``): set around the evaluators by :func:`call_facts`."""
+    return getattr(_facts, "value", None) or {}
+
+
+class call_facts:
+    """Context manager: the facts :func:`current_facts` returns in this thread."""
+
+    def __init__(self, **facts: Any) -> None:
+        self.facts = facts
+
+    def __enter__(self) -> None:
+        self.saved = getattr(_facts, "value", None)
+        _facts.value = self.facts
+
+    def __exit__(self, *exc: Any) -> None:
+        _facts.value = self.saved
