@@ -547,7 +547,10 @@ class _Collector:
 
         try:
             compiled = compile_asserts(
-                example["assert"], base_dir=self.base_dir, threshold=example.get("threshold")
+                example["assert"],
+                base_dir=self.base_dir,
+                threshold=example.get("threshold"),
+                variables=example,
             )
         except AssertionError_ as exc:
             raise self.fail(str(exc), line, label) from None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -79,6 +80,8 @@ class Result:
     passed: bool
     score: float
     reason: str
+    #: named scores a python assertion returned (``named_scores``)
+    named: Mapping[str, float] | None = None
 
 
 # ----------------------------------------------------------------- output text
@@ -130,23 +133,53 @@ def _quoted(value: Any) -> str:
 
 
 def _split_list(value: Any) -> list[str]:
-    """contains-any/-all's value: a list, or a comma-separated string (a field in
-    double quotes may hold commas), each item trimmed."""
+    """contains-any/-all's value: a list (items as ``String(item)``), or a string
+    split as promptfoo splits it: comma-separated, each field trimmed, empty fields
+    skipped; a field in double quotes may hold commas (``\\"``, ``\\\\`` and ``""``
+    escape inside it).
+
+    :raises ValueError: an unterminated quote, or text after a closing quote.
+    """
     if isinstance(value, (list, tuple)):
         return [_value_text(v) for v in value]
     text = _value_text(value)
     items: list[str] = []
-    current = ""
-    quoted = False
-    for ch in text:
-        if ch == '"':
-            quoted = not quoted
-        elif ch == "," and not quoted:
-            items.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    items.append(current.strip())
+    i, n = 0, len(text)
+    while i < n:
+        while i < n and text[i] in " \t":
+            i += 1
+        if i < n and text[i] == '"':
+            i += 1
+            field = ""
+            while True:
+                if i >= n:
+                    raise ValueError("unterminated quoted field in the value")
+                ch = text[i]
+                if ch == "\\" and i + 1 < n and text[i + 1] in '"\\':
+                    field += text[i + 1]
+                    i += 2
+                elif ch == '"' and text[i + 1:i + 2] == '"':
+                    field += '"'
+                    i += 2
+                elif ch == '"':
+                    i += 1
+                    break
+                else:
+                    field += ch
+                    i += 1
+            while i < n and text[i] in " \t":
+                i += 1
+            if i < n and text[i] != ",":
+                raise ValueError("expected a comma after a quoted field in the value")
+            items.append(field)
+            i += 1
+            continue
+        end = text.find(",", i)
+        end = n if end < 0 else end
+        field = text[i:end].strip()
+        if field:
+            items.append(field)
+        i = end + 1
     return items
 
 
@@ -232,7 +265,7 @@ def _icontains(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
 
 def _any_all(kind: str, fold: bool) -> Check:
     def check(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
-        items = _split_list(a.value)
+        items = a.prepared
         text = _js_lower(output) if fold else output
         found = [(_js_lower(i) if fold else i) in text for i in items]
         shown = ", ".join(items)
@@ -264,7 +297,7 @@ def _starts_with(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
 def _regex(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     pattern = a.prepared
     return _binary(
-        pattern.search(output) is not None, a.inverse,
+        pattern.search(utf16_units(output)) is not None, a.inverse,
         f'Expected output to match regex "{_value_text(a.value)}"',
         f'Expected output to not match regex "{_value_text(a.value)}"',
     )
@@ -339,63 +372,100 @@ def _is_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
 
 
 def extract_json_values(text: str) -> list[Any]:
-    """Every JSON object or array found in ``text``, in order: from each ``{`` or
-    ``[`` not inside one already found, the longest balanced span that parses."""
+    """The JSON objects found in ``text``, in order, as promptfoo finds them: from
+    each ``{``, braces are counted (inside strings too) up to the point where they
+    balance, or the end of the text, where the missing ``}`` are added (a cut-off
+    reply still counts); that span is read as YAML in JSON mode (so ``{a: 1}`` and
+    ``// comments`` are accepted); the scan goes on after a span that held an
+    object, else from the next ``{``. Spans are at most 100,000 characters."""
     found: list[Any] = []
-    i = 0
     n = len(text)
+    i = 0
     while i < n:
-        ch = text[i]
-        if ch not in "{[":
+        if text[i] != "{":
             i += 1
             continue
-        end = _balanced_end(text, i)
-        parsed = False
-        while end is not None:
-            try:
-                found.append(_strict_json(text[i:end]))
-                parsed = True
-                break
-            except ValueError:
-                end = _balanced_end(text, i, end)
-        i = end if parsed and end is not None else i + 1
+        opened, closed, j = 1, 0, i + 1
+        limit = min(i + 100_000, n)
+        resume = i + 1
+        while j < limit and opened > closed:
+            if text[j] == "{":
+                opened += 1
+            elif text[j] == "}":
+                closed += 1
+            j += 1
+            if opened == closed or j == n or j == i + 100_000:
+                value = _lenient_object(text[i:j] + "}" * (opened - closed))
+                if value is not None:
+                    found.append(value)
+                    resume = j
+                    break
+                if opened == closed:
+                    break
+        i = resume
     return found
 
 
-def _balanced_end(text: str, start: int, after: int | None = None) -> int | None:
-    """The end (exclusive) of the first span from ``start`` whose brackets balance,
-    counting quotes as JSON strings; spans ending at or before ``after`` are skipped
-    (the next candidate)."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for k in range(start, len(text)):
-        ch = text[k]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                if after is None or k + 1 > after:
-                    return k + 1
-                return None
-            if depth < 0:
-                return None
-    return None
+def _lenient_object(span: str) -> dict[str, Any] | list[Any] | None:
+    """``span`` read as promptfoo reads it (JSON, else YAML with ``//`` comments),
+    when it is an object; else ``None``."""
+    try:
+        value = _strict_json(span)
+    except ValueError:
+        value = _yaml_json(_slash_comments(span))
+    return value if isinstance(value, (dict, list)) else None
+
+
+def _slash_comments(text: str) -> str:
+    """``// comment`` → ``# comment`` outside quotes (a ``://`` stays)."""
+    out = []
+    for line in text.split("\n"):
+        quote = ""
+        for k, ch in enumerate(line):
+            if quote:
+                if ch == quote:
+                    quote = ""
+            elif ch in "\"'":
+                quote = ch
+            elif line.startswith("//", k) and not line[:k].endswith(":"):
+                line = line[:k] + "#" + line[k + 2:]
+                break
+        out.append(line)
+    return "\n".join(out)
+
+
+_yaml_loader: Any = None
+
+
+def _yaml_json(text: str) -> Any:
+    """``text`` parsed as YAML 1.2's core schema (``yes`` stays a string), or
+    ``None`` when it does not parse or PyYAML is not installed."""
+    global _yaml_loader
+    try:
+        import yaml
+    except ImportError:
+        return None
+    if _yaml_loader is None:
+        class CoreLoader(yaml.SafeLoader):
+            pass
+
+        bool_tag = "tag:yaml.org,2002:bool"
+        CoreLoader.yaml_implicit_resolvers = {
+            key: [(tag, rx) for tag, rx in resolvers if tag != bool_tag]
+            for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+        }
+        CoreLoader.add_implicit_resolver(
+            bool_tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+        )
+        _yaml_loader = CoreLoader
+    try:
+        return yaml.load(text, Loader=_yaml_loader)  # a SafeLoader: no object tags
+    except Exception:
+        return None
 
 
 def _contains_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
-    values = extract_json_values(output)
+    values = [v for v in extract_json_values(output) if isinstance(v, dict)]
     if not values:
         ok = a.inverse
         return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to contain valid JSON")
@@ -441,41 +511,86 @@ def _python(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     context = dict(ctx.get("python_context") or {})
     context["config"] = a.raw.get("config") or {}
     returned = func(output, context)
+    if inspect.isawaitable(returned):
+        returned = _await(returned)
     return _python_result(returned, a)
 
 
+def _await(awaitable: Any) -> Any:
+    """Run an ``async def`` assertion's coroutine to its end (in a thread of its own
+    when this thread already runs an event loop)."""
+    import asyncio
+
+    async def wrap() -> Any:
+        return await awaitable
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wrap())
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, wrap()).result()
+
+
 def _python_result(returned: Any, a: Compiled) -> Result:
+    named_scores: dict[str, float] | None = None
+    result = _python_verdict(returned, a)
+    if isinstance(returned, Mapping) and isinstance(returned.get("named_scores"), Mapping):
+        named_scores = {str(k): float(v) for k, v in returned["named_scores"].items()
+                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return Result(result.passed, result.score, result.reason, named_scores)
+    return result
+
+
+def _python_verdict(returned: Any, a: Compiled) -> Result:
+    """What a python assertion returned, as promptfoo reads it: a bool (or the
+    string "true"/"false"), a number (pass when > 0, or >= the assertion's
+    threshold), or ``{pass, score, reason}``. ``not-`` flips the verdict and keeps
+    the score. Anything else fails with score 0 and says what came back."""
+    if isinstance(returned, str) and returned.strip().lower() in ("true", "false"):
+        returned = returned.strip().lower() == "true"
+    elif isinstance(returned, str) and _number(returned) is not None:
+        returned = _number(returned)
     if isinstance(returned, bool):
         ok, score, reason = returned, 1.0 if returned else 0.0, None
     elif isinstance(returned, (int, float)):
         score = float(returned)
         if math.isnan(score):
-            raise ExampleDataError("the python assertion returned NaN")
+            return Result(False, 0.0, "the python assertion returned NaN")
         ok = score >= a.threshold if a.threshold is not None else score > 0
         reason = None
-    elif isinstance(returned, Mapping) and "pass" in returned:
-        ok = bool(returned["pass"])
-        raw_score = returned.get("score", 1.0 if ok else 0.0)
-        if isinstance(raw_score, bool) or not isinstance(raw_score, (int, float)):
-            raise ExampleDataError(
-                f"the python assertion returned score {raw_score!r}; a score must be a number"
-            )
-        score = float(raw_score)
-        reason = returned.get("reason")
-        reason = None if reason is None else str(reason)
+    elif isinstance(returned, Mapping) and _grading_result(returned):
+        ok = bool(returned["pass"] if "pass" in returned else returned["pass_"])
+        score = float(returned["score"])
+        reason = str(returned["reason"])
+        if a.threshold is not None and score < a.threshold:
+            return Result(a.inverse, score, f"Python score {_js_number(score)} is less than threshold {_js_number(a.threshold)}: {reason}")
     else:
-        raise ExampleDataError(
-            f"the python assertion returned {type(returned).__name__}; return a bool, a"
-            " number, or a dict with 'pass' (and optionally 'score' and 'reason')"
-        )
+        shown = json.dumps(returned, indent=2, default=repr)
+        return Result(False, 0.0, (
+            "Python code execution failed: Python assertion must return a boolean, number,"
+            f" or {{pass, score, reason}} object. Instead got:\n{shown}"
+        ))
     if a.inverse:
         ok = not ok
-        score = 1.0 - score
-    if reason is None:
-        reason = "Assertion passed" if ok else (
-            "Python code returned false" if not a.inverse else "Python code returned true"
-        )
+        if isinstance(returned, bool):
+            score = 1.0 if ok else 0.0
+    if reason is None or (a.inverse and not ok):
+        said = "true" if a.inverse else "false"
+        reason = "Assertion passed" if ok else f"Python code returned {said}\n{_value_text(a.value)}"
     return Result(ok, score, reason)
+
+
+def _grading_result(value: Mapping[str, Any]) -> bool:
+    verdict = value.get("pass", value.get("pass_"))
+    score = value.get("score")
+    return (
+        isinstance(verdict, bool)
+        and isinstance(score, (int, float)) and not isinstance(score, bool)
+        and isinstance(value.get("reason"), str)
+    )
 
 
 #: type name (without ``not-``) → its check. Adding a type is adding a row here and
@@ -514,7 +629,11 @@ _NOT_HERE: Final[Mapping[str, str]] = {
 
 
 def compile_asserts(
-    raw: Any, *, base_dir: str | None = None, threshold: Any = None
+    raw: Any,
+    *,
+    base_dir: str | None = None,
+    threshold: Any = None,
+    variables: Mapping[str, Any] | None = None,
 ) -> tuple[Compiled, ...]:
     """Check an example's ``assert`` list (and its test-level ``threshold``) and
     prepare every assertion.
@@ -523,6 +642,8 @@ def compile_asserts(
     :param base_dir: the directory ``file://`` paths of ``python`` assertions are
         relative to (the dataset file's); default: the current directory.
     :param threshold: the example's ``threshold`` field, checked here.
+    :param variables: the example's fields: ``{{name}}`` in a string value or a
+        metric name is replaced by the field's value, as promptfoo renders its vars.
     :raises AssertionError_: naming the assertion (its position and type) and how to
         fix it.
     """
@@ -532,7 +653,72 @@ def compile_asserts(
             f" got {_kind(raw)}"
         )
     check_threshold(threshold)
-    return tuple(_compile_one(item, i, base_dir) for i, item in enumerate(raw))
+    out = []
+    for i, item in enumerate(raw):
+        try:
+            item = render_assertion(item, variables or {})
+        except ValueError as exc:
+            raise AssertionError_(f"assertion {i + 1}: {exc}", i) from None
+        out.append(_compile_one(item, i, base_dir))
+    return tuple(out)
+
+
+_TEMPLATE = re.compile(r"\{\{(.*?)\}\}|\{%", re.S)
+_VAR_PATH = re.compile(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*")
+
+
+def render_template(text: str, variables: Mapping[str, Any]) -> str:
+    """``{{ name }}`` and ``{{ name.key }}`` replaced by the variable's text as
+    Nunjucks prints it (an undefined variable: nothing).
+
+    :raises ValueError: other template syntax (filters, ``{% %}`` tags), which is
+        not run here.
+    """
+    if "{" not in text:
+        return text
+
+    def one(match: re.Match[str]) -> str:
+        inner = match.group(1)
+        path = _VAR_PATH.fullmatch(inner) if inner is not None else None
+        if path is None:
+            raise ValueError(
+                f"the template {match.group(0)!r} is not a plain variable: only {{{{name}}}}"
+                " substitution is supported (no filters, expressions or {% %} tags)"
+            )
+        value: Any = variables
+        for part in path.group(1).split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        return _nunjucks_text(value)
+
+    return _TEMPLATE.sub(one, text)
+
+
+def _nunjucks_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, Mapping):
+        return "[object Object]"
+    if isinstance(value, list):
+        return ",".join(_nunjucks_text(v) for v in value)
+    return _value_text(value)
+
+
+def render_assertion(item: Any, variables: Mapping[str, Any]) -> Any:
+    """An assertion with its string value (or list of strings) and metric name
+    rendered (:func:`render_template`); object values are left alone."""
+    if not isinstance(item, Mapping):
+        return item
+    out = dict(item)
+    value = out.get("value")
+    if isinstance(value, str) and not value.startswith("file://"):
+        out["value"] = render_template(value, variables)
+    elif isinstance(value, list):
+        out["value"] = [render_template(v, variables) if isinstance(v, str) else v for v in value]
+    if isinstance(out.get("metric"), str):
+        out["metric"] = render_template(out["metric"], variables)
+    if isinstance(out.get("assert"), list):
+        out["assert"] = [render_assertion(x, variables) for x in out["assert"]]
+    return out
 
 
 def check_threshold(threshold: Any) -> float | None:
@@ -559,6 +745,10 @@ def _kind(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _number(value: Any) -> float | None:
@@ -607,19 +797,31 @@ def _compile_one(item: Any, index: int, base_dir: str | None) -> Compiled:
         )
     prepared: Any = None
     value = item.get("value")
-    if base in ("equals", "contains", "icontains", "starts-with", "levenshtein"):
-        if value is None:
+    if base == "equals":
+        if "value" not in item:
             raise AssertionError_(f"{where} needs a 'value'", index)
+    elif base in ("contains", "icontains"):
+        if not ((isinstance(value, str) and value) or _is_number(value)):
+            raise AssertionError_(f"{where} needs a 'value': a non-empty string or a number, got {_kind(value)}", index)
     elif base in ("contains-any", "contains-all", "icontains-any", "icontains-all"):
-        if value is None or (isinstance(value, list) and not value):
-            raise AssertionError_(f"{where} needs a 'value': a list of strings, or one comma-separated string", index)
-    elif base == "regex":
-        if not isinstance(value, str):
-            raise AssertionError_(f"{where} needs a 'value': the regular expression, as a string", index)
+        if not (isinstance(value, list) or (isinstance(value, str) and value)):
+            raise AssertionError_(
+                f"{where} needs a 'value': a list of strings, or one comma-separated string,"
+                f" got {_kind(value)}", index)
+        try:
+            prepared = _split_list(value)
+        except ValueError as exc:
+            raise AssertionError_(f"{where}: {exc} ({value!r})", index) from None
+    elif base in ("starts-with", "regex"):
+        if not isinstance(value, str) or not value:
+            what = "the regular expression" if base == "regex" else "the text the output starts with"
+            raise AssertionError_(f"{where} needs a 'value': {what}, a non-empty string; got {_kind(value)}", index)
         try:
             prepared = compile_js_regex(value)
         except re.error as exc:
             raise AssertionError_(f"{where}: invalid regular expression {value!r}: {exc}", index) from None
+    if base == "levenshtein" and not isinstance(value, str):
+        raise AssertionError_(f"{where} needs a 'value': the expected text, a string; got {_kind(value)}", index)
     elif base in ("is-json", "contains-json"):
         prepared = _schema_validator(value, where, index, base_dir)
     elif base == "python":
@@ -670,7 +872,11 @@ def _schema_validator(value: Any, where: str, index: int, base_dir: str | None) 
         try:
             schema = _strict_json(text)
         except ValueError as exc:
-            raise AssertionError_(f"{where}: the value is not a JSON Schema (not JSON: {exc})", index) from None
+            schema = _yaml_json(text)
+            if schema is None:
+                raise AssertionError_(
+                    f"{where}: the value is not a JSON Schema (neither JSON nor YAML: {exc})", index
+                ) from None
     if not isinstance(schema, (dict, bool)):
         raise AssertionError_(f"{where}: the value must be a JSON Schema (an object), got {_kind(schema)}", index)
     from jsonschema import exceptions, validators
@@ -683,7 +889,49 @@ def _schema_validator(value: Any, where: str, index: int, base_dir: str | None) 
         raise AssertionError_(
             f"{where}: invalid JSON Schema{f' at {at}' if at else ''}: {exc.message}", index
         ) from None
-    return cls(schema)
+    unknown = _unknown_keywords(schema)
+    if unknown:
+        raise AssertionError_(
+            f"{where}: invalid JSON Schema: unknown keyword {unknown!r} (a typo? promptfoo's"
+            " validator refuses unknown keywords too)", index)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+#: The keywords of JSON Schema drafts 4 to 2020-12 (and OpenAPI's nullable, which
+#: the strict validator promptfoo uses knows).
+_KEYWORDS: Final = frozenset("""
+$schema $id id $ref $defs definitions $comment $anchor $dynamicRef $dynamicAnchor
+$vocabulary $recursiveRef $recursiveAnchor title description default examples
+deprecated readOnly writeOnly type enum const multipleOf maximum exclusiveMaximum
+minimum exclusiveMinimum maxLength minLength pattern format items additionalItems
+prefixItems unevaluatedItems contains minContains maxContains maxItems minItems
+uniqueItems maxProperties minProperties required properties patternProperties
+additionalProperties unevaluatedProperties dependencies dependentRequired
+dependentSchemas propertyNames if then else allOf anyOf oneOf not
+contentEncoding contentMediaType contentSchema nullable discriminator
+""".split())
+#: Keywords whose value is a map of names to schemas.
+_SCHEMA_MAPS: Final = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
+
+
+def _unknown_keywords(schema: Any) -> str | None:
+    """The first keyword of ``schema`` (or its subschemas) no draft defines."""
+    if not isinstance(schema, dict):
+        return None
+    for key, value in schema.items():
+        if key not in _KEYWORDS:
+            return key
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            found = next((u for v in value.values() if (u := _unknown_keywords(v))), None)
+        elif key in ("enum", "const", "examples", "default", "required"):
+            found = None
+        elif isinstance(value, list):
+            found = next((u for v in value if (u := _unknown_keywords(v))), None)
+        else:
+            found = _unknown_keywords(value)
+        if found:
+            return found
+    return None
 
 
 def _resolve_path(path: str, base_dir: str | None) -> str:
@@ -857,9 +1105,28 @@ def compile_js_regex(source: str) -> re.Pattern[str]:
             out.append("(?P<")
             i += 3
             continue
+        if ch == "(" and source.startswith("(?", i) and source[i + 2:i + 3] not in (":", "=", "!", "<"):
+            raise re.error("invalid group (JavaScript has no inline flags such as (?i))", i)
         out.append(ch)
         i += 1
-    return re.compile("".join(out))
+    return re.compile(utf16_units("".join(out)))
+
+
+def utf16_units(text: str) -> str:
+    """``text`` with each character outside the BMP written as its two UTF-16
+    surrogates, so that a regex sees the units JavaScript sees (``.`` matches one
+    half of an emoji)."""
+    if text.isascii() or all(ord(c) < 0x10000 for c in text):
+        return text
+    out = []
+    for c in text:
+        code = ord(c)
+        if code < 0x10000:
+            out.append(c)
+        else:
+            code -= 0x10000
+            out.append(chr(0xD800 + (code >> 10)) + chr(0xDC00 + (code & 0x3FF)))
+    return "".join(out)
 
 
 # ------------------------------------------------------------------ running
@@ -896,23 +1163,24 @@ def run_asserts(
     for a, res in outcomes:
         if a.metric:
             metrics.setdefault(a.metric, []).append((a.weight, res.score))
+        for name, value in (res.named or {}).items():
+            metrics.setdefault(name, []).append((a.weight, value))
     for name, parts in metrics.items():
         total = math.fsum(w for w, _ in parts)
-        scores[name] = (
-            math.fsum(w * s for w, s in parts) / total if total > 0 else
-            math.fsum(s for _, s in parts) / len(parts)
-        )
+        scores[name] = math.fsum(w * s for w, s in parts) / total if total > 0 else 0.0
     return scores, results
 
 
 def _aggregate(outcomes: Sequence[tuple[Compiled, Result]], threshold: float | None) -> tuple[float, bool]:
-    total = math.fsum(a.weight for a, _ in outcomes)
+    """The weighted score and the verdict of a list of outcomes (promptfoo's rule:
+    an assertion of weight 0 counts for nothing, its failure included)."""
     if not outcomes:
         return 1.0, True
+    total = math.fsum(a.weight for a, _ in outcomes)
     score = math.fsum(a.weight * r.score for a, r in outcomes) / total if total > 0 else 0.0
     if threshold is not None:
         return score, score >= threshold
-    return score, all(r.passed for _, r in outcomes)
+    return score, all(r.passed or a.weight == 0 for a, r in outcomes)
 
 
 def _run_one(a: Compiled, output: str, context: Mapping[str, Any]) -> Result:
@@ -951,12 +1219,17 @@ class Assertions:
 
     def _compile(self, original: Mapping[str, Any]) -> tuple[Compiled, ...]:
         raw = original["assert"]
-        key = json.dumps(raw, sort_keys=True, default=str)
+        variables = _variables(original)
+        try:
+            rendered = [render_assertion(item, variables) for item in raw] if isinstance(raw, list) else raw
+        except ValueError as exc:
+            raise ExampleDataError(str(exc)) from None
+        key = json.dumps(rendered, sort_keys=True, default=str)
         with self._lock:
             found = self._compiled.get(key)
         if found is None:
             try:
-                found = compile_asserts(raw, base_dir=self.base_dir)
+                found = compile_asserts(rendered, base_dir=self.base_dir)
             except AssertionError_ as exc:
                 raise ExampleDataError(str(exc)) from None
             with self._lock:
@@ -981,7 +1254,7 @@ class Assertions:
             "latency_ms": facts.get("latency_ms"),
             "cost": facts.get("cost"),
             "python_context": {
-                "vars": {k: v for k, v in original.items() if k not in ("assert", "threshold")},
+                "vars": _variables(original),
                 "test": {k: original[k] for k in ("assert", "threshold", "description") if k in original},
                 "prompt": original.get("prompt", original.get("question", original.get("context"))),
                 "example": original,
@@ -998,6 +1271,11 @@ class Assertions:
             ) from exc
         details = _details(results, scores, threshold)
         return scores, details
+
+
+def _variables(example: Mapping[str, Any]) -> dict[str, Any]:
+    """An example's fields as template and python-assertion variables."""
+    return {k: v for k, v in example.items() if k not in ("assert", "threshold")}
 
 
 def _details(results: list[dict[str, Any]], scores: Mapping[str, float], threshold: float | None) -> dict[str, Any]:
