@@ -91,7 +91,9 @@ def load_evaluator(path: str) -> Any:
     :raises ConfigError: anything goes wrong, with the import path in the message.
     """
     obj = import_object(path, what="evaluator")
-    if isinstance(obj, type) or (callable(obj) and not callable(getattr(obj, "score", None))):
+    if isinstance(obj, type) or (
+        callable(obj) and not callable(getattr(obj, "score", None)) and _no_arguments(obj)
+    ):
         try:
             obj = obj()
         except Exception as exc:
@@ -106,6 +108,20 @@ def load_evaluator(path: str) -> Any:
             " dict of numbers."
         )
     return obj
+
+
+def _no_arguments(func: Any) -> bool:
+    """True when ``func`` can be called with no argument (a factory)."""
+    import inspect
+
+    try:
+        signature = inspect.signature(func)
+    except (TypeError, ValueError):
+        return False
+    return all(
+        p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        for p in signature.parameters.values()
+    )
 
 
 def check_system(obj: Any, *, origin: str) -> None:

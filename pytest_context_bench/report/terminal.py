@@ -171,7 +171,10 @@ def example_reason(rec: Any, threshold: float) -> str:
     # The evaluators' own explanations follow on lines of their own
     # (example_lines, details_lines).
     if rec.io:
-        parts.append(f"response {_quote(rec.io.get('response'))}, expected {_quote(rec.io.get('reference'))}")
+        shown = f"response {_quote(rec.io.get('response'))}"
+        if rec.io.get("reference"):
+            shown += f", expected {_quote(rec.io.get('reference'))}"
+        parts.append(shown)
     return "; ".join(parts)
 
 
