@@ -30,6 +30,8 @@ INSTRUCTIONS = {
     " option only.\n\n",
     "code": "You write a Python function that does what the user asks. Reply with"
     " the code only.",
+    "orders": "Reply with a JSON object only: {\"order\": <the order number>,"
+    " \"status\": <its status, one word>}, read from these records.\n\n",
 }
 _WORD = re.compile(r"[A-Za-z0-9]+")
 

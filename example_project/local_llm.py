@@ -11,6 +11,8 @@ instruction-following model would:
   most, less the question's own words;
 * a lettered multiple-choice question: the letter of the option that overlaps the
   context most;
+* "reply with a JSON object": the order number the question names and the status
+  the context gives it, as ``{"order": 7, "status": "shipped"}``;
 * "write a Python function": the simplest expression over the arguments that
   reproduces every ``>>>`` example of the docstring (a tiny program search), as a
   fenced code block. Tasks outside its reach get its best wrong guess, so not every
@@ -188,9 +190,25 @@ def complete(messages: list[dict[str, Any]]) -> str:
     )
     if "Python function" in system:
         return write_function(user)
+    if "JSON object" in system:
+        return order_status(user, system)
     if "letter" in system:
         return choose_option(user, system)
     return read_answer(user, system)
+
+
+def order_status(question: str, context: str) -> str:
+    """Structured output: ``{"order": <the question's number>, "status": <the
+    word after "is" in the context sentence that names that order>}``."""
+    number = re.search(r"\d+", question)
+    order = int(number.group()) if number else 0
+    status = "unknown"
+    for sentence in _sentences(context):
+        if number and re.search(rf"\b{order}\b", sentence):
+            found = re.search(r"\bis (\w+)", sentence)
+            if found:
+                status = found.group(1).lower()
+    return json.dumps({"order": order, "status": status})
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -108,3 +108,29 @@ def test_the_local_model_through_the_openai_sdk(
         < full["api_usage"]["prompt_tokens"]
     )
     assert full["api_usage"]["completion_tokens"] == count_tokens("Lima")
+
+
+def test_structured_output_fails_the_run_when_the_schema_breaks(example: Path) -> None:
+    """test_structured.py: the orders' replies pass their schema; an app whose reply
+    breaks the schema (a status outside its enum) fails every example, and the run."""
+    env = {"PYTEST_ADDOPTS": "-p no:randomly"}
+    # This test's suite alone: no command-line datasets, no baseline comparison.
+    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_structured.py",
+            "-o", "ctxbench_dataset=", "-o", "ctxbench_baseline=", "-o", "ctxbench_max_drop=",
+            "--ctxbench-json=orders.json"]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_", "LOCAL_LLM_"))}
+    good = subprocess.run(args, cwd=example, env={**base, **env}, capture_output=True, text=True, check=False)
+    assert good.returncode == 0, good.stdout
+    import json
+
+    rows = json.loads((example / "orders.json").read_text())["rows"]
+    assert [r["status"] for r in rows] == ["pass"] * 4
+    schema = example / "data" / "order.schema.json"
+    schema.write_text(schema.read_text().replace('"cancelled"]', '"canceled"]'))
+    broken = subprocess.run(args, cwd=example, env={**base, **env}, capture_output=True, text=True, check=False)
+    assert broken.returncode == 1, broken.stdout
+    assert "BELOW test_order_status_is_valid_json: orders-30" not in broken.stdout  # named by suite
+    rows = {r["example_id"]: r for r in json.loads((example / "orders.json").read_text())["rows"]}
+    assert rows["order-30"]["status"] == "below"
+    assert "is not one of" in rows["order-30"]["metadata"]["assertions"]["1. is-json"]
+    assert "FAIL" in broken.stdout and "min_pass_rate" in broken.stdout
