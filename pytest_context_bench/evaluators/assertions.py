@@ -56,8 +56,12 @@ __all__ = [
     "run_asserts",
 ]
 
-#: Score keys an assertion's ``metric`` may not take (they are ours).
-_RESERVED_METRICS: Final = frozenset({ASSERT_SCORE, ASSERT_PASS})
+def _reserved_metrics() -> frozenset[str]:
+    """Score keys an assertion's ``metric`` may not take: ours and every built-in
+    evaluator's (a clash would make each row an error)."""
+    from . import SCORE_KEYS
+
+    return frozenset({ASSERT_SCORE, ASSERT_PASS, *(k for keys in SCORE_KEYS.values() for k in keys)})
 
 
 class AssertionError_(ValueError):
@@ -847,8 +851,10 @@ def _finish(
     if metric is not None:
         if not isinstance(metric, str) or not metric.strip():
             raise AssertionError_(f"{where}: 'metric' must be a non-empty string, got {_kind(metric)}", index)
-        if metric in _RESERVED_METRICS:
-            raise AssertionError_(f"{where}: 'metric' may not be {metric!r}, a score of ours; choose another name", index)
+        if metric in _reserved_metrics():
+            raise AssertionError_(
+                f"{where}: 'metric' may not be {metric!r}, the name of a built-in score;"
+                " choose another name", index)
     return Compiled(
         type=kind, base=base, inverse=inverse, value=item.get("value"),
         threshold=_number(threshold) if threshold is not None else None,

@@ -123,7 +123,8 @@ def render_html(
         '<section id="comparison" hidden><h2>Compared with another run</h2>'
         '<div id="diff-table" class="scroll"></div><div id="flipped" class="scroll"></div></section>\n'
         '<section id="plots"><div class="plot"><h2>Quality against cost</h2><div id="pareto"></div></div>'
-        '<div class="plot"><h2>Mean score per dataset</h2><div id="datasets" class="scroll"></div></div>'
+        '<div class="plot"><h2>Mean score per dataset</h2><div id="datasets" class="scroll"></div>'
+        '<div id="assertions" hidden><h2>Assertions</h2><div id="assertion-grid" class="scroll"></div></div></div>'
         '<div class="plot"><h2>Latency</h2><div id="latency"></div></div></section>\n'
         '<section id="examples"><h2>Examples</h2>'
         '<div class="controls"><span id="status-filter" role="group" aria-label="status"></span>'
@@ -538,7 +539,10 @@ _SCRIPT = r"""
     + " (cost of pass); input/output tokens are means per example; intervals are 95% bootstrap intervals."
     + (present.some(function (c) { return c[2] === "usd"; })
       ? " cost $ = US dollars of the System's LLM calls (--ctxbench-price); $ per pass = cost $ per passing example;"
-        + " judge $ = the evaluators' calls." : "");
+        + " judge $ = the evaluators' calls." : "")
+    + (labels.some(function (l) { return "assert_examples" in summary[l]; })
+      ? " An example with assertions passes when they all pass (or their weighted score reaches its own"
+        + " threshold); its primary score is assert_score." : "");
 
   // ---- Pareto plot: mean score (up) against tokens per pass (left is cheaper)
   (function () {
@@ -623,6 +627,27 @@ _SCRIPT = r"""
     }), [false, false, true, false]);
     t.id = "dataset-grid";
     box.appendChild(t);
+  })();
+
+  // ---- assertions: named metrics and the pass rate of each type, per suite
+  (function () {
+    const rows = [];
+    labels.forEach(function (l) {
+      Object.keys(summary[l]).sort().forEach(function (k) {
+        if (k.indexOf("metric:") === 0) rows.push([l, "metric " + k.slice(7), num(summary[l][k])]);
+      });
+      Object.keys(summary[l]).sort().forEach(function (k) {
+        if (k.indexOf("assert_type:") === 0) rows.push([l, k.slice(12) + " passed", num(summary[l][k])]);
+      });
+    });
+    if (!rows.length) return;
+    const box = document.getElementById("assertions");
+    box.hidden = false;
+    const t = table(["suite", "assertions", "value"], rows.map(function (r) {
+      return [breakable(String(r[0])), breakable(String(r[1])), fmt(r[2])];
+    }), [false, false, true]);
+    t.id = "assertion-table";
+    document.getElementById("assertion-grid").appendChild(t);
   })();
 
   // ---- latency distribution (per suite: a histogram over shared bins)

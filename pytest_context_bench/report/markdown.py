@@ -232,6 +232,21 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
         out.append("")
         out += _table(headers, rows)
         out.append("")
+        for prefix, title in (
+            ("metric:", "Named metrics (mean per example)"),
+            ("assert_type:", "Assertions passed, by type"),
+        ):
+            keys = sorted({k for m in summary.values() for k in m if k.startswith(prefix)})
+            if not keys:
+                continue
+            out.append(f"### {title}")
+            out.append("")
+            out += _table(
+                ["suite"] + [md_escape(k[len(prefix):]) for k in keys],
+                [[md_escape(label)] + [_num(m.get(k)) if k in m else "" for k in keys]
+                 for label, m in summary.items()],
+            )
+            out.append("")
 
     if comparison:
         out.append(

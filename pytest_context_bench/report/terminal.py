@@ -328,7 +328,8 @@ def render_lines(
             [label] + [fmt_value(report.summary[label].get(k)) if k in report.summary[label] else "" for k in keys]
             for label in labels
         ]
-        for text in fit_table(["suite"] + [k[len(prefix):] for k in keys], table, width):
+        # Metric names come from the dataset: inert like any text of it.
+        for text in fit_table(["suite"] + [inert(k[len(prefix):]) for k in keys], table, width):
             lines.append((text, {}))
 
     if report.repeats:
