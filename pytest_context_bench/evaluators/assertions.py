@@ -37,7 +37,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Mapping, Sequence
+from typing import Any, Callable, Final, Iterator, Mapping, Sequence
 
 from ..errors import ExampleDataError
 from ..metrics.scores import ASSERT_PASS, ASSERT_SCORE, VERDICT_KEYS
@@ -298,10 +298,27 @@ def _starts_with(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     )
 
 
+#: Seconds one regex may search one output: a pattern that backtracks without end
+#: on a hostile output (``(a+)+$`` on ``aaaa…b``) makes that row an error instead
+#: of hanging the run.
+REGEX_TIMEOUT: Final = 5.0
+
+
 def _regex(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     pattern = a.prepared
+    text = utf16_units(output)
+    if hasattr(pattern, "fullmatch") and type(pattern).__module__ != "re":
+        try:
+            found = pattern.search(text, timeout=REGEX_TIMEOUT) is not None
+        except TimeoutError:
+            raise ExampleDataError(
+                f"the regex {_value_text(a.value)!r} searched this output for more than"
+                f" {REGEX_TIMEOUT:g} s (catastrophic backtracking); simplify the pattern"
+            ) from None
+    else:
+        found = pattern.search(text) is not None
     return _binary(
-        pattern.search(utf16_units(output)) is not None, a.inverse,
+        found, a.inverse,
         f'Expected output to match regex "{_value_text(a.value)}"',
         f'Expected output to not match regex "{_value_text(a.value)}"',
     )
@@ -349,7 +366,13 @@ def _schema_errors(a: Compiled, value: Any) -> str | None:
     validator = a.prepared
     if validator is None:
         return None
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+    try:
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(e.path))
+    except Exception as exc:  # an unresolvable $ref (never fetched): the row's error
+        raise ExampleDataError(
+            f"the JSON Schema of this {a.type} assertion cannot be applied:"
+            f" {type(exc).__name__}: {exc}"
+        ) from None
     if not errors:
         return None
     return ", ".join(_schema_error_text(e) for e in errors)
@@ -375,17 +398,31 @@ def _is_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to not be valid JSON")
 
 
+#: Characters :func:`extract_json_values` may step over in all: an output of a
+#: million ``{`` would otherwise cost 10^11 steps (promptfoo's scan restarts at
+#: every brace); past it, the objects found so far are the answer.
+_SCAN_BUDGET: Final = 2_000_000
+#: The longest span, and the deepest nesting, read as YAML when it is not JSON.
+_YAML_SPAN: Final = 20_000
+_YAML_DEPTH: Final = 64
+
+
 def extract_json_values(text: str) -> list[Any]:
+    """Every object :func:`iter_json_objects` finds, in order."""
+    return list(iter_json_objects(text))
+
+
+def iter_json_objects(text: str) -> Iterator[Any]:
     """The JSON objects found in ``text``, in order, as promptfoo finds them: from
     each ``{``, braces are counted (inside strings too) up to the point where they
     balance, or the end of the text, where the missing ``}`` are added (a cut-off
     reply still counts); that span is read as YAML in JSON mode (so ``{a: 1}`` and
     ``// comments`` are accepted); the scan goes on after a span that held an
     object, else from the next ``{``. Spans are at most 100,000 characters."""
-    found: list[Any] = []
     n = len(text)
     i = 0
-    while i < n:
+    budget = _SCAN_BUDGET
+    while i < n and budget > 0:
         if text[i] != "{":
             i += 1
             continue
@@ -393,29 +430,32 @@ def extract_json_values(text: str) -> list[Any]:
         limit = min(i + 100_000, n)
         resume = i + 1
         while j < limit and opened > closed:
+            budget -= 1
             if text[j] == "{":
                 opened += 1
             elif text[j] == "}":
                 closed += 1
             j += 1
             if opened == closed or j == n or j == i + 100_000:
-                value = _lenient_object(text[i:j] + "}" * (opened - closed))
+                budget -= j - i
+                value = _lenient_object(text[i:j] + "}" * (opened - closed), opened - closed)
                 if value is not None:
-                    found.append(value)
+                    yield value
                     resume = j
                     break
                 if opened == closed:
                     break
         i = resume
-    return found
 
 
-def _lenient_object(span: str) -> dict[str, Any] | list[Any] | None:
+def _lenient_object(span: str, unclosed: int = 0) -> dict[str, Any] | list[Any] | None:
     """``span`` read as promptfoo reads it (JSON, else YAML with ``//`` comments),
     when it is an object; else ``None``."""
     try:
         value = _strict_json(span)
-    except ValueError:
+    except (ValueError, RecursionError):
+        if len(span) > _YAML_SPAN or unclosed > _YAML_DEPTH or span.count("{") > 4 * _YAML_DEPTH:
+            return None
         value = _yaml_json(_slash_comments(span))
     return value if isinstance(value, (dict, list)) else None
 
@@ -469,20 +509,22 @@ def _yaml_json(text: str) -> Any:
 
 
 def _contains_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
-    values = [v for v in extract_json_values(output) if isinstance(v, dict)]
-    if not values:
-        ok = a.inverse
-        return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to contain valid JSON")
+    values = (v for v in iter_json_objects(output) if isinstance(v, dict))
     problems = []
+    seen = False
     for value in values:
+        seen = True
         problem = _schema_errors(a, value)
         if problem is None:
             ok = not a.inverse
             return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to not contain valid JSON")
         problems.append(problem)
+    if not seen:
+        ok = a.inverse
+        return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to contain valid JSON")
     ok = a.inverse
     return Result(ok, 1.0 if ok else 0.0,
-                  "Assertion passed" if ok else f"JSON does not conform to the provided schema. Errors: {problems[0]}")
+                  "Assertion passed" if ok else f"JSON does not conform to the provided schema. Errors: {problems[-1]}")
 
 
 def _latency(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
@@ -1037,7 +1079,7 @@ _JS_SPACE = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202
 _JS_CLASS = {"d": "0-9", "w": "A-Za-z0-9_", "s": _JS_SPACE}
 
 
-def compile_js_regex(source: str) -> re.Pattern[str]:
+def compile_js_regex(source: str) -> Any:
     """``new RegExp(source)`` (no flags) as a Python pattern: ``$`` matches only at
     the very end, ``\\d``/``\\w``/``\\b`` are ASCII, ``\\s`` is JavaScript's set,
     ``.`` matches no line terminator, ``(?<name>`` is a named group.
@@ -1115,7 +1157,16 @@ def compile_js_regex(source: str) -> re.Pattern[str]:
             raise re.error("invalid group (JavaScript has no inline flags such as (?i))", i)
         out.append(ch)
         i += 1
-    return re.compile(utf16_units("".join(out)))
+    translated = utf16_units("".join(out))
+    compiled = re.compile(translated)  # Python's own syntax check, and the fallback
+    try:
+        import regex  # installed with tiktoken: the same syntax, and a time limit
+    except ImportError:  # pragma: no cover
+        return compiled
+    try:
+        return regex.compile(translated, flags=regex.VERSION0)
+    except regex.error:  # pragma: no cover - re accepted it
+        return compiled
 
 
 def utf16_units(text: str) -> str:
@@ -1261,10 +1312,10 @@ class Assertions:
             "cost": facts.get("cost"),
             "python_context": {
                 "vars": _variables(original),
-                "test": {k: original[k] for k in ("assert", "threshold", "description") if k in original},
+                "test": json.loads(json.dumps(
+                    {k: original[k] for k in ("assert", "threshold", "description") if k in original},
+                    default=str)),
                 "prompt": original.get("prompt", original.get("question", original.get("context"))),
-                "example": original,
-                "processed": processed,
             },
         }
         try:
