@@ -231,7 +231,7 @@ def test_unsupported_extension(tmp_path: Path) -> None:
     path = write(tmp_path, "data.txt", jsonl(qa(1)))
     message = load_error(path)
     assert message.startswith(
-        f"{path}: a local dataset must be a .jsonl, .json, .csv or .parquet"
+        f"{path}: a local dataset must be a .jsonl, .json, .csv, .parquet or .yaml"
     )
     assert "'.txt'" in message
 
@@ -705,7 +705,7 @@ def test_resolve_local_paths(tmp_path: Path, empty_registry: None) -> None:
     message = str(
         pytest.raises(DatasetError, resolve_dataset, "plain", base_dir=tmp_path).value
     )
-    assert "a local dataset must be a .jsonl, .json, .csv or .parquet file" in message
+    assert "a local dataset must be a .jsonl, .json, .csv, .parquet or .yaml file" in message
     message = str(
         pytest.raises(
             DatasetError, resolve_dataset, "missing.jsonl", base_dir=tmp_path

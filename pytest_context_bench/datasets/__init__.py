@@ -27,6 +27,7 @@ __all__ = [
     "register_dataset",
     "available",
     "resolve_dataset",
+    "resolve_datasets",
 ]
 
 #: How many registered names an "unknown dataset" message lists at most.
@@ -84,6 +85,25 @@ def _looks_local(spec: str, base_dir: str | os.PathLike[str] | None) -> bool:
     return os.path.isfile(_local_path(spec, base_dir))
 
 
+def resolve_datasets(
+    spec: str,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    family: str | None = None,
+) -> list[Dataset]:
+    """Like :func:`resolve_dataset`, for a spec that may name several datasets: a
+    promptfoo config (docs/assertions.md) gives one dataset per prompt."""
+    if isinstance(spec, str) and spec.strip() and _looks_local(spec, base_dir):
+        path = _local_path(spec, base_dir)
+        from .promptfoo import looks_like_promptfoo
+
+        if looks_like_promptfoo(path):
+            from .promptfoo_suites import load_promptfoo_datasets
+
+            return list(load_promptfoo_datasets(path, family))
+    return [resolve_dataset(spec, base_dir=base_dir, family=family)]
+
+
 def resolve_dataset(
     spec: str,
     *,
@@ -92,8 +112,10 @@ def resolve_dataset(
 ) -> Dataset:
     """Turn a dataset spec into a :class:`Dataset`.
 
-    A spec that ends in ``.jsonl``, ``.json`` or ``.csv``, contains a path separator,
-    or names an existing file is a local file, read by :func:`load_local`. Anything
+    A spec that ends in ``.jsonl``, ``.json``, ``.csv``, ``.parquet``, ``.yaml`` or
+    ``.yml``, contains a path separator, or names an existing file is a local file,
+    read by :func:`load_local` (a promptfoo config or tests file by
+    :func:`~.promptfoo_suites.load_promptfoo_datasets`: see :func:`resolve_datasets`). Anything
     else is ``name`` or ``name:config``, looked up among the registered datasets.
 
     :param spec: a file path, ``name`` or ``name:config``.
@@ -111,7 +133,22 @@ def resolve_dataset(
             ".csv file, or a registered name."
         )
     if _looks_local(spec, base_dir):
-        return load_local(_local_path(spec, base_dir), family=family)
+        path = _local_path(spec, base_dir)
+        from .promptfoo import looks_like_promptfoo
+
+        if looks_like_promptfoo(path):
+            from .promptfoo_suites import load_promptfoo_datasets
+
+            found = load_promptfoo_datasets(path, family)
+            if len(found) != 1:
+                raise DatasetError(
+                    f"this promptfoo config has {len(found)} prompts, one dataset each"
+                    f" ({', '.join(d.tag for d in found)}); run it with"
+                    " --ctxbench-dataset, or take them all with resolve_datasets().",
+                    path=path,
+                )
+            return found[0]
+        return load_local(path, family=family)
     name, colon, config = spec.partition(":")
     if lookup(name) is None:
         raise _unknown(name, spec)

@@ -113,7 +113,9 @@ def capped_lines(f: Any, path: str) -> Iterator[tuple[int, bytes]]:
 
 
 #: The file extensions :func:`load_local` reads.
-SUPPORTED_SUFFIXES: Final[tuple[str, ...]] = (".jsonl", ".json", ".csv", ".parquet")
+SUPPORTED_SUFFIXES: Final[tuple[str, ...]] = (
+    ".jsonl", ".json", ".csv", ".parquet", ".yaml", ".yml",
+)
 
 _BOM: Final = b"\xef\xbb\xbf"
 _HAS_PREAD: Final = hasattr(os, "pread")
@@ -366,8 +368,8 @@ def load_local(
         if suffix not in SUPPORTED_SUFFIXES:
             shown = f"'{suffix}'" if suffix else "no extension"
             raise DatasetError(
-                f"a local dataset must be a .jsonl, .json, .csv or .parquet file, and "
-                f"this one has {shown}. Rename or convert the file.",
+                f"a local dataset must be a .jsonl, .json, .csv, .parquet or .yaml file,"
+                f" and this one has {shown}. Rename or convert the file.",
                 path=name,
             )
         if tag is None:
@@ -393,6 +395,10 @@ def load_local(
         kind = _PARQUET
         collector = _Collector(name, family, kind)
         records = _read_parquet(name, collector)
+    elif suffix in (".yaml", ".yml"):
+        kind = _YAML
+        collector = _Collector(name, family, kind)
+        records = _read_yaml(name, collector)
     else:
         text = _decode_whole(name, data)
         kind = _JSON if suffix == ".json" else _CSV
@@ -425,6 +431,7 @@ _JSONL: Final = _Kind(".jsonl", "line", "its line number")
 _JSON: Final = _Kind(".json", "example", "its position in the list")
 _CSV: Final = _Kind(".csv", "row", "the line its row starts on")
 _PARQUET: Final = _Kind(".parquet", "row", "its row number")
+_YAML: Final = _Kind(".yaml", "example", "its position in the list")
 
 
 class _Collector:
@@ -841,6 +848,21 @@ def _read_json(path: str, text: str, collector: _Collector) -> list[dict[str, An
     for position, example in enumerate(examples, 1):
         at = lines[position - 1] if lines else position
         collector.add(example, at, position, label=f"example {position}: ")
+    return examples
+
+
+# -------------------------------------------------------------------------- .yaml
+
+
+def _read_yaml(path: str, collector: _Collector) -> list[dict[str, Any]]:
+    """A YAML list of examples (PyYAML, optional: the ``yaml`` extra)."""
+    from .promptfoo import read_yaml_examples
+
+    examples, lines = read_yaml_examples(path)
+    collector.check_values = True
+    collector.check_strings = True
+    for position, (example, line) in enumerate(zip(examples, lines), 1):
+        collector.add(example, line, position, label=f"example {position}: ")
     return examples
 
 

@@ -523,6 +523,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ds = ", ".join(f"{d.tag} ({size(d)})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
     lines = [inert(f"ctxbench {__version__}: datasets {ds}; systems {systems}")]
+    # A promptfoo config: what of it is not run here, said once (docs/assertions.md).
+    lines.extend(inert(line) for line in not_run_lines(state.cli_spec.datasets))
     # None unless a dataset runs code. Under xdist the workers run the examples,
     # each with its own sandbox: the controller's zygote stops once asked.
     xdist = getattr(config.option, "dist", "no") not in ("no", None)
@@ -534,6 +536,20 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     # Lines that fit the terminal (COLUMNS), as the summary's.
     width = config.get_terminal_writer().fullwidth
     return [out for line in lines for out in wrap_line(line, width)]
+
+
+def not_run_lines(datasets: Any) -> list[str]:
+    """One line per dataset read from a promptfoo config whose features are not all
+    run here (providers, JavaScript assertions...), from its reader's notes."""
+    by_file: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for d in datasets:
+        notes = tuple(getattr(d, "notes", ()))
+        if notes:
+            by_file.setdefault((str(getattr(d, "path", d.tag)), notes), []).append(d.tag)
+    return [
+        f"ctxbench: {path} ({', '.join(tags)}): not run here: " + "; ".join(notes)
+        for (path, notes), tags in by_file.items()
+    ]
 
 
 def sandbox_line(info: dict[str, Any]) -> str:

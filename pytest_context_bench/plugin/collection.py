@@ -25,7 +25,7 @@ from typing import Any, Iterator
 import pytest
 
 from .._text import inert as inert_text
-from ..datasets import Dataset, resolve_dataset
+from ..datasets import Dataset, resolve_datasets
 from ..datasets.selection import Selection
 from ..engine import default_evaluators
 from ..errors import CtxBenchError
@@ -141,15 +141,16 @@ class DatasetCache:
     """Datasets loaded in this process, keyed by (resolved spec, base dir)."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, str, str | None], Dataset] = {}
+        self._cache: dict[tuple[str, str, str | None], list[Dataset]] = {}
 
-    def load(self, spec: str, base: Path, family: str | None = None) -> Dataset:
+    def load(self, spec: str, base: Path, family: str | None = None) -> list[Dataset]:
+        """The datasets of one spec: one, or one per prompt of a promptfoo config."""
         key = (spec, str(base), family)
-        ds = self._cache.get(key)
-        if ds is None:
-            ds = resolve_dataset(spec, base_dir=base, family=family)
-            self._cache[key] = ds
-        return ds
+        found = self._cache.get(key)
+        if found is None:
+            found = resolve_datasets(spec, base_dir=base, family=family)
+            self._cache[key] = found
+        return found
 
     def load_all(
         self,
@@ -163,7 +164,7 @@ class DatasetCache:
         for spec in specs:
             base = next((b for b in bases if (b / spec).exists()), bases[0])
             try:
-                out.append(self.load(spec, base, family))
+                out.extend(self.load(spec, base, family))
             except CtxBenchError as exc:
                 raise pytest.UsageError(f"{where}: {exc}") from None
         tags: dict[str, Dataset] = {}
@@ -280,6 +281,13 @@ def spec_from_marker(
     )
     if any(ds.family == "memory" for ds in datasets):
         raise pytest.UsageError(_MEMORY_MARKER.format(where=where_base))
+    for ds in datasets:
+        if getattr(ds, "notes", ()):
+            import warnings
+
+            warnings.warn(pytest.PytestWarning(
+                f"{where_base}: {ds.tag} ({getattr(ds, 'path', ds.tag)}): not run here: "
+                + "; ".join(ds.notes)))
     limits = dict(settings.limits)
     for name in limits:
         if name in values:

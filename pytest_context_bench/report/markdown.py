@@ -244,7 +244,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
             out += _table(
                 ["suite"] + [md_escape(k[len(prefix):]) for k in keys],
                 [[md_escape(label)] + [_num(m.get(k)) if k in m else "" for k in keys]
-                 for label, m in summary.items()],
+                 for label, m in summary.items() if any(k in m for k in keys)],
             )
             out.append("")
 

@@ -327,6 +327,7 @@ def render_lines(
         table = [
             [label] + [fmt_value(report.summary[label].get(k)) if k in report.summary[label] else "" for k in keys]
             for label in labels
+            if any(k in report.summary[label] for k in keys)  # suites with assertions
         ]
         # Metric names come from the dataset: inert like any text of it.
         for text in fit_table(["suite"] + [inert(k[len(prefix):]) for k in keys], table, width):

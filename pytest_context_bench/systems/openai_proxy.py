@@ -68,8 +68,9 @@ class OpenAIProxy:
         connection and retry parameters above are then ignored).
 
     Messages, unless ``build_messages`` is given: the ``system_prompt`` as a system
-    message; then the example's ``turns`` verbatim if it has any; else, when
-    ``question`` is not ``None``, ``context`` as a system message and ``question`` as
+    message; then the example's ``turns`` verbatim if it has any; else its
+    ``prompt`` (a promptfoo test's rendered prompt: a string as the user message, a
+    chat list as the messages) if it has one; else, when ``question`` is not ``None``, ``context`` as a system message and ``question`` as
     the user message; else ``context`` as the user message.
 
     ``process`` returns ``{**example, "response": text, "api_usage": {...}}``
@@ -122,8 +123,13 @@ class OpenAIProxy:
         if self.system_prompt:
             messages.append({"role": "system", "content": self.system_prompt})
         turns = example.get("turns")
+        prompt = example.get("prompt")
         if turns:
             messages.extend(_as_message(t) for t in turns)
+        elif isinstance(prompt, list):  # a promptfoo chat prompt, rendered
+            messages.extend(_as_message(t) for t in prompt)
+        elif isinstance(prompt, str):  # the example's whole prompt (a promptfoo test's)
+            messages.append({"role": "user", "content": prompt})
         elif example.get("question") is not None:
             messages.append(
                 {"role": "system", "content": _text(example.get("context"))}
