@@ -9,6 +9,7 @@ scores used by :class:`~pytest_context_bench.evaluators.AnswerQuality`.
 from __future__ import annotations
 
 from . import quality
+from .assertions import AssertionBreakdown
 from .latency import Latency
 from .per_qa_type import PerQATypeMetric
 from .scores import ErrorRate, MeanScore, PassRate, PerDatasetBreakdown, row_score
@@ -16,6 +17,7 @@ from .summary import default_metrics, summarize
 from .token_stats import CompressionRatio, CostOfPass, MoneyCost, ParetoRank
 
 __all__ = [
+    "AssertionBreakdown",
     "CompressionRatio",
     "CostOfPass",
     "ErrorRate",

@@ -879,7 +879,9 @@ def _attach(
             if st != "below":
                 continue
             lines.append(
-                f"{r.system}: {below_text(r.scores, r.metadata.get('score_field'), spec.threshold)}"
+                f"{r.system}: "
+                + below_text(r.scores, r.metadata.get("score_field"), spec.threshold, "{:.4f}".format)
+                .replace(" < ", " < threshold ", 1)
             )
             lines.extend(_details_text(r.metadata))
         report.longrepr = "below threshold (--ctxbench-strict):\n" + "\n".join(lines)
