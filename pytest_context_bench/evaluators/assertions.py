@@ -28,6 +28,7 @@ we differ on purpose.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import importlib.util
 import inspect
@@ -927,21 +928,33 @@ def _schema_validator(value: Any, where: str, index: int, base_dir: str | None) 
                 ) from None
     if not isinstance(schema, (dict, bool)):
         raise AssertionError_(f"{where}: the value must be a JSON Schema (an object), got {_kind(schema)}", index)
+    try:
+        return _validator(json.dumps(schema, sort_keys=True))
+    except ValueError as exc:
+        raise AssertionError_(f"{where}: {exc}", index) from None
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(schema_json: str) -> Any:
+    """A checked validator for a schema (its JSON text, sorted): built once per
+    schema, however many examples share it.
+
+    :raises ValueError: the schema is invalid (its keywords, or one no draft knows).
+    """
     from jsonschema import exceptions, validators
 
+    schema = json.loads(schema_json)
     cls = validators.validator_for(schema, default=validators.Draft7Validator)
     try:
         cls.check_schema(schema)
     except exceptions.SchemaError as exc:
         at = "/".join(str(p) for p in exc.path)
-        raise AssertionError_(
-            f"{where}: invalid JSON Schema{f' at {at}' if at else ''}: {exc.message}", index
-        ) from None
+        raise ValueError(f"invalid JSON Schema{f' at {at}' if at else ''}: {exc.message}") from None
     unknown = _unknown_keywords(schema)
     if unknown:
-        raise AssertionError_(
-            f"{where}: invalid JSON Schema: unknown keyword {unknown!r} (a typo? promptfoo's"
-            " validator refuses unknown keywords too)", index)
+        raise ValueError(
+            f"invalid JSON Schema: unknown keyword {unknown!r} (a typo? promptfoo's"
+            " validator refuses unknown keywords too)")
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
@@ -1079,6 +1092,7 @@ _JS_SPACE = "\\t\\n\\x0b\\x0c\\r \\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202
 _JS_CLASS = {"d": "0-9", "w": "A-Za-z0-9_", "s": _JS_SPACE}
 
 
+@functools.lru_cache(maxsize=1024)
 def compile_js_regex(source: str) -> Any:
     """``new RegExp(source)`` (no flags) as a Python pattern: ``$`` matches only at
     the very end, ``\\d``/``\\w``/``\\b`` are ASCII, ``\\s`` is JavaScript's set,
@@ -1276,12 +1290,15 @@ class Assertions:
 
     def _compile(self, original: Mapping[str, Any]) -> tuple[Compiled, ...]:
         raw = original["assert"]
-        variables = _variables(original)
-        try:
-            rendered = [render_assertion(item, variables) for item in raw] if isinstance(raw, list) else raw
-        except ValueError as exc:
-            raise ExampleDataError(str(exc)) from None
-        key = json.dumps(rendered, sort_keys=True, default=str)
+        key = repr(raw)
+        if "{{" in key or "{%" in key:  # templates: rendered with this example's fields
+            try:
+                rendered = [render_assertion(item, _variables(original)) for item in raw] if isinstance(raw, list) else raw
+            except ValueError as exc:
+                raise ExampleDataError(str(exc)) from None
+            key = repr(rendered)
+        else:
+            rendered = raw
         with self._lock:
             found = self._compiled.get(key)
         if found is None:
@@ -1307,17 +1324,15 @@ class Assertions:
             raise ExampleDataError(str(exc)) from None
         output = output_text(processed.get("response"))
         facts = current_facts()
-        context = {
-            "latency_ms": facts.get("latency_ms"),
-            "cost": facts.get("cost"),
-            "python_context": {
+        context: dict[str, Any] = {"latency_ms": facts.get("latency_ms"), "cost": facts.get("cost")}
+        if _uses_python(compiled):  # what a python check is given: copies
+            context["python_context"] = {
                 "vars": _variables(original),
                 "test": json.loads(json.dumps(
                     {k: original[k] for k in ("assert", "threshold", "description") if k in original},
                     default=str)),
                 "prompt": original.get("prompt", original.get("question", original.get("context"))),
-            },
-        }
+            }
         try:
             scores, results = run_asserts(compiled, output, context, threshold)
         except ExampleDataError:
@@ -1328,6 +1343,10 @@ class Assertions:
             ) from exc
         details = _details(results, scores, threshold)
         return scores, details
+
+
+def _uses_python(compiled: Sequence[Compiled]) -> bool:
+    return any(a.base == "python" or _uses_python(a.inner) for a in compiled)
 
 
 def _variables(example: Mapping[str, Any]) -> dict[str, Any]:
