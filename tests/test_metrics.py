@@ -71,6 +71,7 @@ def test_exports() -> None:
     assert SeedPath is ParetoRank
     assert quality.f1_score("a b", "a b") == 1.0
     assert set(m.__all__) == {
+        "AssertionBreakdown",
         "MeanScore",
         "MoneyCost",
         "PassRate",

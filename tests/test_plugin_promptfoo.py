@@ -79,7 +79,7 @@ def _project(pytester: pytest.Pytester) -> None:
 def _run(pytester: pytest.Pytester, server: FakeLLM, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         "--ctxbench-dataset=promptfooconfig.yaml", f"--ctxbench-proxy={server.base_url}",
-        "--ctxbench-model=m", "-p", "no:randomly", *args,
+        "--ctxbench-model=m", "--ctxbench-proxy-name=m", "-p", "no:randomly", *args,
     )
 
 
@@ -115,9 +115,17 @@ def test_a_promptfoo_config_runs_as_datasets(pytester: pytest.Pytester, server: 
     assert free["status"] == "below"
     assert free["metadata"]["assertions"]["3. not-contains"].startswith('FAIL: Expected output to not contain "polite"')
     assert rows[("promptfooconfig:terse", "location")]["status"] == "pass"
-    (suite,) = doc["summary"].values()
-    assert suite["metric:policy"] == 1.0
+    # one suite per prompt: its own summary, gates and Pareto rank
+    assert set(doc["summary"]) == {"m:terse", "m:chat"}
+    assert doc["summary"]["m:terse"]["metric:policy"] == 1.0
+    assert doc["summary"]["m:chat"]["pass_rate"] == 0.75  # free-talk fails its not-contains
+    assert {s["label"]: s["datasets"] for s in doc["suites"]} == {
+        "m:terse": ["promptfooconfig:terse"], "m:chat": ["promptfooconfig:chat"]}
     assert result.ret == 0
+    gated = _run(pytester, server, "--ctxbench-min-pass-rate=0.8")
+    assert gated.ret == 1
+    gated.stdout.fnmatch_lines(["*FAIL m:terse: min_pass_rate: pass_rate = 0.75*",
+                                "*FAIL m:chat: min_pass_rate: pass_rate = 0.75*"])
 
 
 def test_the_same_rows_under_xdist_and_on_replay(
@@ -136,6 +144,17 @@ def test_the_same_rows_under_xdist_and_on_replay(
                 for k, r in _rows(read_json(pytester.path / name)).items()}
 
     assert verdicts("serial.json") == verdicts("xdist.json") == verdicts("replay.json")
+    summaries = [{k: {m: v for m, v in d.items() if not m.startswith("latency")}
+                  for k, d in read_json(pytester.path / n)["summary"].items()}
+                 for n in ("serial.json", "xdist.json", "replay.json")]
+    assert summaries[0] == summaries[1] == summaries[2]
+    # a baseline keeps each prompt's suite, and the next run is compared with it
+    _run(pytester, server, "--ctxbench-save-baseline=base.json")
+    compared = _run(pytester, server, "--ctxbench-baseline=base.json", "--ctxbench-json=cmp.json",
+                    "--ctxbench-max-drop=pass_rate:0.05")
+    assert compared.ret == 0, compared.stdout.str()
+    matched = {s["suite"]: s["n_matched"] for s in read_json(pytester.path / "cmp.json")["baseline_comparison"]["suites"]}
+    assert matched == {"m:terse": 4, "m:chat": 4}
 
 
 def test_a_bad_assertion_in_a_config_names_the_file_and_line(

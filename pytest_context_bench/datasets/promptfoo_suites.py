@@ -36,6 +36,9 @@ class PromptfooDataset(DatasetBase):
         text = json.dumps(self._records, sort_keys=True, ensure_ascii=False, default=str)
         self._fingerprint = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         self.notes: tuple[str, ...] = tuple(suite.notes)
+        #: the part of the suite label this dataset adds (its prompt's label when the
+        #: config has several prompts; see ``SuiteSpec.suite_label``)
+        self.suite_part: str | None = None
         self.assertion_metrics = None if metrics is None else frozenset(metrics)
 
     @property
@@ -105,4 +108,9 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
             if problem is not None:
                 raise DatasetError(f"{problem}. Fix the test.", path=str(source), line=line or None)
         out.append(PromptfooDataset(suite, fam, metrics))
+    if len(out) > 1:
+        # Several prompts: each is a suite of its own (its own summary row, gates and
+        # baseline comparison), as promptfoo shows one column per prompt.
+        for ds in out:
+            ds.suite_part = ds.suite.prompt_label
     return out

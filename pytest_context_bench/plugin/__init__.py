@@ -860,7 +860,7 @@ def _attach(
             row.calls, row.calls_omitted = [], 0
         rows.append(
             {
-                "suite": spec.suite_label(row.system),
+                "suite": spec.suite_label(row.system, recorder.ref.ds_pos),
                 "origin": spec.origin,
                 "order": [sys_pos, recorder.ref.ds_pos, recorder.ref.index,
                           recorder.ref.qa, _row_trial(row, recorder.ref.trial)],
@@ -925,7 +925,7 @@ def _suite_wire(spec: SuiteSpec, state: State) -> dict[str, Any]:
     at all is gated under its own name (see ``build_run_report``).
     """
     if spec.default_system is None or spec.origin in state.over_systems:
-        labels = {spec.suite_label(s.name): s.name for s in state.systems}
+        labels = {label: s.name for s in state.systems for label in spec.suite_labels(s.name)}
     else:
         labels = {}
     return ensure_wire_safe({**spec.wire(), "labels": labels})  # type: ignore[no-any-return]

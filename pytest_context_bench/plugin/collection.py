@@ -87,10 +87,21 @@ class SuiteSpec:
             self._evaluators[ds_pos] = evs
         return evs
 
-    def suite_label(self, system: str) -> str:
+    def suite_label(self, system: str, ds_pos: int | None = None) -> str:
+        """The suite a row of ``system`` on dataset ``ds_pos`` belongs to: the
+        System's name (command line) or the marked test's; each prompt of a
+        promptfoo config with several is a suite of its own, ``<label>:<prompt>``."""
         if self.origin == CLI_ORIGIN:
-            return system
-        return self.origin if system == self.default_system else f"{self.origin}[{system}]"
+            label = system
+        else:
+            label = self.origin if system == self.default_system else f"{self.origin}[{system}]"
+        part = None if ds_pos is None else getattr(self.datasets[ds_pos], "suite_part", None)
+        return f"{label}:{part}" if part else label
+
+    def suite_labels(self, system: str) -> list[str]:
+        """Every suite label ``system`` has in this spec (one per prompt of a
+        promptfoo config with several, else one)."""
+        return list(dict.fromkeys(self.suite_label(system, i) for i in range(len(self.datasets))))
 
     def wire(self) -> dict[str, Any]:
         return {

@@ -74,7 +74,7 @@ def item_identity(
     return {
         "origin": spec.origin,
         "system": name,
-        "suite": None if name is None else spec.suite_label(name),
+        "suite": None if name is None else spec.suite_label(name, ref.ds_pos),
         "dataset": ds.tag,
         "example_id": example_id,
         "score_field": spec.primary_field(ds),

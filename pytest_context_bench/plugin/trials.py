@@ -103,7 +103,7 @@ def run_more_trials(case: CliCase, system: Any, state: Any) -> None:
     chosen: list[tuple[int, int, Any]] = []
     for sys_pos, row in first_rows:
         row.metadata["trial"] = 1
-        suite = spec.suite_label(row.system)
+        suite = spec.suite_label(row.system, case.ref.ds_pos)
         more = plan.more_trials(suite, row.dataset, row.example_id) if case.ref.qa < 0 else 0
         row.metadata["adaptive"] = {**marker, "reasked": more > 0, "trials": 1 + more}
         target = next((s for s in systems if getattr(s, "name", None) == row.system), None)

@@ -9,7 +9,7 @@ xdist workers delivered them: in-process, ``-n 0`` and ``-n 2`` give the same nu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
 from ..gate import GateResult, check_gates, gates_from_limits
@@ -116,11 +116,20 @@ def build_run_report(
         repeated = any("trial" in r.row.metadata for r in recs)
         folded = _fold(recs, info) if repeated else None
         ordered.extend(recs)
-        labels: dict[str, str] = {}  # system -> suite label, first-seen in order
+        # suite label -> its System, first-seen in order. A System has one suite per
+        # origin, or one per prompt of a promptfoo config (docs/assertions.md): the
+        # metrics are computed per suite label.
+        labels: dict[str, str] = {}
         for r in recs:
-            labels.setdefault(r.row.system, r.suite)
+            labels.setdefault(r.suite, r.row.system)
         rows = [r.row for r in recs]
         datasets = list(dict.fromkeys(r.dataset for r in rows))
+        split = len(set(labels.values())) != len(labels)
+        per_suite_rows = (
+            [replace(r.row, system=r.suite) for r in recs] if split
+            else [r.row for r in recs]
+        )
+        key_of = (lambda label, system: label) if split else (lambda label, system: system)
         metrics = default_metrics(
             info.score_field,
             info.threshold,
@@ -134,29 +143,33 @@ def build_run_report(
         if any("qa_type" in r.metadata for r in rows):
             # Memory questions: the breakdown by question type, as evaluate_memory.
             metrics.append(PerQATypeMetric(info.score_field))
-        per_system = summarize(rows, metrics, list(labels))
+        per_system = summarize(
+            per_suite_rows, metrics, [key_of(label, system) for label, system in labels.items()]
+        )
         suite_gates = gates_from_limits(info.limits)
-        for system, label in labels.items():
-            summary[label] = per_system[system]
+        for label, system in labels.items():
+            key = key_of(label, system)
+            mine_recs = [r for r in recs if r.suite == label]
+            summary[label] = per_system[key]
             suites.append(
                 {
                     "label": label,
                     "origin": origin,
                     "system": system,
-                    "datasets": datasets,
+                    "datasets": list(dict.fromkeys(r.row.dataset for r in mine_recs)) if split else datasets,
                     "score_field": info.score_field,
                     "threshold": info.threshold,
                     "limits": {k: v for k, v in info.limits.items() if v is not None},
                     "strict": info.strict,
                 }
             )
-            gates.extend(check_gates(label, per_system[system], suite_gates))
+            gates.extend(check_gates(label, per_system[key], suite_gates))
             if folded is None:
                 intervals[label] = _intervals(
-                    [r for r in rows if r.system == system], info.score_field, info.threshold
+                    [r.row for r in mine_recs], info.score_field, info.threshold
                 )
             else:
-                mine = [r for r in folded if r.system == system]
+                mine = [row for suite, row in folded if suite == label]
                 intervals[label] = _folded_intervals(mine, info.score_field)
                 repeats[label] = repeat_summary(mine)
     for origin in sorted(infos, key=lambda o: (o != CLI_ORIGIN, o)):
@@ -198,12 +211,13 @@ def _money(rows: list[EvalRow], info: SuiteInfo) -> bool:
     )
 
 
-def _fold(recs: list[Record], info: SuiteInfo) -> list[EvalRow]:
-    """One row per (suite, dataset, example): the mean over its trials."""
+def _fold(recs: list[Record], info: SuiteInfo) -> list[tuple[str, EvalRow]]:
+    """One row per (suite, dataset, example): the mean over its trials, with its
+    suite label."""
     groups: dict[tuple[str, str, str], list[EvalRow]] = {}
     for rec in recs:  # in (order, suite) order; the trial is the last of order
         groups.setdefault((rec.suite, rec.row.dataset, rec.row.example_id), []).append(rec.row)
-    return [fold_trials(rows, info.score_field, info.threshold) for rows in groups.values()]
+    return [(key[0], fold_trials(rows, info.score_field, info.threshold)) for key, rows in groups.items()]
 
 
 def _folded_intervals(rows: list[EvalRow], field: str | None) -> dict[str, list[float]]:
