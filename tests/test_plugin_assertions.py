@@ -43,7 +43,7 @@ EXAMPLES = [
         {"type": "is-json", "value": SCHEMA}, {"type": "contains", "value": "order", "weight": 3}]},
     {"id": "greeting", "question": "Greet {{name}}", "name": "Ada", "threshold": 0.5, "assert": [
         {"type": "starts-with", "value": "Hello {{name}}"},
-        {"type": "python", "value": "file://checks.py:short"}]},
+        {"type": "python", "value": "file://assertchecks.py:short"}]},
     {"id": "plain", "question": "Capital of France?", "answer": "Paris"},
 ]
 
@@ -64,13 +64,13 @@ class Shouty:
 
 
 def _project(pytester: pytest.Pytester, examples=EXAMPLES) -> None:
-    pytester.makepyfile(app=BOT, checks=CHECKS)
+    pytester.makepyfile(assertbot=BOT, assertchecks=CHECKS)
     pytester.makefile(".jsonl", data="\n".join(json.dumps(e) for e in examples))
     pytester.makeini("[pytest]\npythonpath = .\n")
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest("--ctxbench-dataset=data.jsonl", "--ctxbench-system=app:bot",
+    return pytester.runpytest("--ctxbench-dataset=data.jsonl", "--ctxbench-system=assertbot:bot",
                               "--ctxbench-json=out.json", "-p", "no:randomly", *args)
 
 
@@ -149,7 +149,7 @@ def test_a_bad_assertion_stops_the_run_before_it_starts(
 
 def test_a_raising_python_check_is_that_rows_error(pytester: pytest.Pytester) -> None:
     examples = [
-        {"id": "refund", "question": "q", "assert": [{"type": "python", "value": "file://checks.py:boom"}]},
+        {"id": "refund", "question": "q", "assert": [{"type": "python", "value": "file://assertchecks.py:boom"}]},
         EXAMPLES[4],
     ]
     _project(pytester, examples)
@@ -163,7 +163,7 @@ def test_a_raising_python_check_is_that_rows_error(pytester: pytest.Pytester) ->
 
 
 def test_csv_column_holds_the_assertions(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(app=BOT)
+    pytester.makepyfile(assertbot=BOT)
     pytester.syspathinsert()
     rows = [["id", "question", "assert"],
             ["refund", "q", json.dumps([{"type": "contains", "value": "30 days"}])],
@@ -174,28 +174,28 @@ def test_csv_column_holds_the_assertions(pytester: pytest.Pytester) -> None:
     buf = io.StringIO()
     csv.writer(buf).writerows(rows)
     (pytester.path / "data.csv").write_text(buf.getvalue())
-    result = pytester.runpytest("--ctxbench-dataset=data.csv", "--ctxbench-system=app:bot",
+    result = pytester.runpytest("--ctxbench-dataset=data.csv", "--ctxbench-system=assertbot:bot",
                                 "--ctxbench-json=out.json")
     doc = read_json(pytester.path / "out.json")
     status = {r["example_id"]: r["status"] for r in doc["rows"]}
     assert status == {"refund": "pass", "greeting": "below"}
     (pytester.path / "data.csv").write_text('id,question,assert\nx,q,"[{""type"": ""contains"""\n')
-    line = usage_line(pytester.runpytest("--ctxbench-dataset=data.csv", "--ctxbench-system=app:bot"))
+    line = usage_line(pytester.runpytest("--ctxbench-dataset=data.csv", "--ctxbench-system=assertbot:bot"))
     assert "data.csv:2" in line and "column 'assert' must hold JSON" in line
     assert result.ret == 0
 
 
 def test_evaluator_option_adds_an_evaluator_to_every_suite(pytester: pytest.Pytester) -> None:
     _project(pytester)
-    result = _run(pytester, "--ctxbench-evaluator=checks:Shouty")
+    result = _run(pytester, "--ctxbench-evaluator=assertchecks:Shouty")
     doc = read_json(pytester.path / "out.json")
     assert all(r["scores"]["shout"] == 0.0 for r in doc["rows"])
     assert result.ret == 0
-    bad = _run(pytester, "--ctxbench-evaluator=checks:nothing")
-    assert "--ctxbench-evaluator=checks:nothing" in usage_line(bad)
-    not_one = _run(pytester, "--ctxbench-evaluator=checks:short")
+    bad = _run(pytester, "--ctxbench-evaluator=assertchecks:nothing")
+    assert "--ctxbench-evaluator=assertchecks:nothing" in usage_line(bad)
+    not_one = _run(pytester, "--ctxbench-evaluator=assertchecks:short")
     assert "not an Evaluator" in usage_line(not_one)
-    pytester.makeini("[pytest]\npythonpath = .\nctxbench_evaluators =\n    checks:Shouty\n")
+    pytester.makeini("[pytest]\npythonpath = .\nctxbench_evaluators =\n    assertchecks:Shouty\n")
     via_ini = _run(pytester)
     assert all("shout" in r["scores"] for r in read_json(pytester.path / "out.json")["rows"])
     assert via_ini.ret == 0

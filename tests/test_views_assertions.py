@@ -45,7 +45,7 @@ def _examples() -> list[dict[str, Any]]:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(app=BOT)
+    pytester.makepyfile(viewsbot=BOT)
     pytester.makeini("[pytest]\npythonpath = .\n")
     pytester.makefile(".jsonl", data="\n".join(json.dumps(e) for e in _examples()))
     return pytester
@@ -54,7 +54,7 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 @pytest.mark.parametrize("columns", ["80", "200"])
 def test_terminal(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
     monkeypatch.setenv("COLUMNS", columns)
-    result = project.runpytest("--ctxbench-dataset=data.jsonl", "--ctxbench-system=app:bot")
+    result = project.runpytest("--ctxbench-dataset=data.jsonl", "--ctxbench-system=viewsbot:bot")
     out = result.stdout.str()
     assert "pipe\x1b" not in out  # the metric name's escape is made inert
     assert "named metrics" in out and "assertions passed, by type:" in out
@@ -70,7 +70,7 @@ def test_terminal(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, col
 
 def test_markdown_and_html(project: pytest.Pytester, browser: Any, tmp_path: Path) -> None:
     result = project.runpytest(
-        "--ctxbench-dataset=data.jsonl", "--ctxbench-system=app:bot",
+        "--ctxbench-dataset=data.jsonl", "--ctxbench-system=viewsbot:bot",
         "--ctxbench-json=out.json", "--ctxbench-markdown=out.md", "--ctxbench-html=out.html",
     )
     assert result.ret == 0
