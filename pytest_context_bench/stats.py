@@ -70,7 +70,8 @@ __all__ = [
     "paired_ratio_test",
     "paired_test",
     "summary_interval",
-    "EXACT_BOOTSTRAP_MAX",
+    "t_quantile",
+    "wilson_interval",
 ]
 
 #: Default number of bootstrap / permutation resamples.
@@ -599,36 +600,56 @@ def drop_verdict(
     return DropVerdict(True, reason, tol, drop, bound)
 
 
-#: Up to this many values, :func:`summary_interval` resamples; above, the bootstrap
-#: distribution of a mean is normal to well within its own resampling noise.
-EXACT_BOOTSTRAP_MAX = 1000
+def wilson_interval(
+    successes: float, n: float, confidence: float = 0.95, *, z: float | None = None
+) -> tuple[float, float]:
+    """The Wilson score interval of a proportion, with continuity correction
+    (Newcombe 1998, method 4): ``successes`` of ``n`` (``n`` may be an effective,
+    fractional size).
 
+    Never a point, not at 0 of n nor at n of n (where the percentile bootstrap and the
+    Wald interval collapse: a 20/20 run's "95%" interval [1, 1] covers a true rate of
+    0.98 a third of the time); the correction keeps its coverage at or above the
+    nominal level for small ``n`` and rates near 0 or 1, where the plain Wilson
+    interval dips to 0.90 (``benchmarks/intervals.py``).
 
-def _binomial_quantiles(n: int, k: int, confidence: float) -> tuple[float, float]:
-    """The percentile bootstrap interval of a 0/1 mean, computed exactly.
-
-    Resampling n values of which k are 1 gives a Binomial(n, k/n) count, so the
-    bootstrap distribution's quantiles come from the binomial CDF: no resampling.
+    :param z: the critical value; default the normal one for ``confidence``.
     """
-    p = k / n
-    alpha = 1.0 - confidence
-    lo_q, hi_q = alpha / 2.0, 1.0 - alpha / 2.0
-    log_p, log_q = math.log(p), math.log1p(-p)
-    cdf = 0.0
-    lo = hi = None
-    for j in range(n + 1):
-        log_pmf = (
-            math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1)
-            + j * log_p + (n - j) * log_q
-        )
-        cdf += math.exp(log_pmf)
-        if lo is None and cdf >= lo_q:
-            lo = j
-        if cdf >= hi_q - 1e-12:
-            hi = j
-            break
-    assert lo is not None
-    return lo / n, (n if hi is None else hi) / n
+    _check_confidence(confidence)
+    if not n > 0:
+        return math.nan, math.nan
+    if z is None:
+        z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    p = min(1.0, max(0.0, successes / n))
+    a, b = 2.0 * n * p + z * z, 2.0 * (n + z * z)
+    low = 0.0 if p == 0.0 else max(
+        0.0, (a - 1.0 - z * math.sqrt(max(0.0, z * z - 2.0 - 1.0 / n + 4.0 * p * (n * (1.0 - p) + 1.0)))) / b
+    )
+    high = 1.0 if p == 1.0 else min(
+        1.0, (a + 1.0 + z * math.sqrt(max(0.0, z * z + 2.0 - 1.0 / n + 4.0 * p * (n * (1.0 - p) - 1.0)))) / b
+    )
+    return low, high
+
+
+def t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t with ``df`` degrees of freedom: exact for
+    1 and 2, else the Cornish-Fisher expansion around the normal quantile (within
+    0.3% of the exact value from 3 degrees of freedom on)."""
+    if df <= 0:
+        raise ValueError(f"degrees of freedom must be > 0, got {df}")
+    if df == 1:
+        return math.tan(math.pi * (p - 0.5))
+    if df == 2:
+        return (2.0 * p - 1.0) / math.sqrt(2.0 * p * (1.0 - p))
+    z = NormalDist().inv_cdf(p)
+    z3, z5, z7, z9 = z**3, z**5, z**7, z**9
+    return (
+        z
+        + (z3 + z) / (4 * df)
+        + (5 * z5 + 16 * z3 + 3 * z) / (96 * df**2)
+        + (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df**3)
+        + (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / (92160 * df**4)
+    )
 
 
 def summary_interval(
@@ -636,12 +657,19 @@ def summary_interval(
 ) -> tuple[float, float]:
     """The confidence interval of a mean shown in the summary table.
 
-    The percentile bootstrap, computed exactly for 0/1 values (pass outcomes: the
-    binomial quantiles the resampling converges to), by :func:`bootstrap_mean_ci`
-    up to :data:`EXACT_BOOTSTRAP_MAX` values, and by the normal approximation of the
-    bootstrap distribution above that, so that a 100,000-example run does not spend
-    minutes resampling.
+    - Values in [0, 1] (pass outcomes, and the scores of every built-in evaluator):
+      the continuity-corrected Wilson interval (:func:`wilson_interval`) of the mean,
+      on ``n`` examples for 0/1 values (or all equal ones: 20 scores of 1.0 are no
+      proof the next scores 1), and on the effective size ``n m (1 - m) / s^2`` with
+      Student's t critical value for other scores. It is never a point, stays in
+      [0, 1], and is skewed the way the mean's distribution is near 0 and 1. Its
+      coverage at 20 to 80 examples is 0.945 or more on the rates and score mixtures
+      of ``benchmarks/intervals.py``, where the percentile bootstrap it replaces
+      covered 0.19 (a rate of 0.99 at 20 examples) to 0.92.
+    - Other values (a judge's 1 to 5): Student's t interval,
+      ``mean ± t(n-1) s / sqrt(n)``; a point when they are all equal.
 
+    :param seed: unused (no draw is made); kept for callers.
     :return: ``(low, high)``; ``(nan, nan)`` for no values.
     """
     _check_confidence(confidence)
@@ -649,14 +677,18 @@ def summary_interval(
     if not data:
         return math.nan, math.nan
     n = len(data)
-    if min(data) == max(data):
-        return data[0], data[0]
-    if _is_binary(data):
-        return _binomial_quantiles(n, int(sum(data)), confidence)
-    if n <= EXACT_BOOTSTRAP_MAX:
-        return bootstrap_mean_ci(data, confidence, N_RESAMPLES, seed)
     m = math.fsum(data) / n
-    sd = math.sqrt(math.fsum((x - m) ** 2 for x in data) / n)
-    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    alpha = 1.0 - confidence
+    z = t_quantile(1.0 - alpha / 2.0, n - 1) if n > 1 else None
+    if all(0.0 <= x <= 1.0 for x in data):
+        if _is_binary(data) or min(data) == max(data) or m in (0.0, 1.0):
+            # a rate: Newcombe's interval as published (the normal critical value)
+            return wilson_interval(m * n, n, confidence)
+        variance = math.fsum((x - m) ** 2 for x in data) / (n - 1)
+        size = max(1.0, n * m * (1.0 - m) / variance)
+        return wilson_interval(m * size, size, confidence, z=z)
+    if min(data) == max(data) or z is None:
+        return data[0], data[0]
+    sd = math.sqrt(math.fsum((x - m) ** 2 for x in data) / (n - 1))
     half = z * sd / math.sqrt(n)
     return m - half, m + half

@@ -360,54 +360,50 @@ def test_result_is_a_plain_frozen_dataclass() -> None:
         r.n = 3  # type: ignore[misc]
 
 
-def test_summary_interval_binary_is_the_exact_bootstrap() -> None:
-    from pytest_context_bench.stats import bootstrap_mean_ci, summary_interval
+def test_summary_interval_of_a_rate_is_wilsons_and_never_a_point() -> None:
+    from pytest_context_bench.stats import summary_interval, t_quantile, wilson_interval
 
-    values = [1.0] * 30 + [0.0] * 10
-    exact = summary_interval(values)
-    resampled = bootstrap_mean_ci(values, n_resamples=20000, seed=3)
-    assert exact[0] == pytest.approx(resampled[0], abs=0.03)
-    assert exact[1] == pytest.approx(resampled[1], abs=0.03)
-    assert exact[0] < 0.75 < exact[1]
-    assert summary_interval([1.0, 1.0]) == (1.0, 1.0)
+    # Newcombe's method 4 (continuity-corrected Wilson), his worked examples
+    # (Statistics in Medicine 1998, table I): 81/263 -> 0.2535 to 0.3682, 0/20 -> 0
+    # to 0.2005, 1/29 -> 0.0018 to 0.1963, 29/29 -> 0.8544 to 1
+    for k, n, lo, hi in ((81, 263, 0.2535, 0.3682), (0, 20, 0.0, 0.2005),
+                         (1, 29, 0.0018, 0.1963), (29, 29, 0.8544, 1.0)):
+        got = wilson_interval(k, n)
+        assert got == pytest.approx((lo, hi), abs=1e-4), (k, n, got)
+    # the summary's rate interval: t(n-1)'s critical value, never a point at 20/20
+    lo, hi = summary_interval([1.0] * 20)
+    assert hi == 1.0 and lo == pytest.approx(wilson_interval(20, 20)[0])
+    assert 0.79 < lo < 0.84
+    lo, hi = summary_interval([0.0] * 20)
+    assert lo == 0.0 and 0.16 < hi < 0.22
+    assert summary_interval([1.0] * 30 + [0.0] * 10) == wilson_interval(30, 40)
+    # scores all equal in [0, 1] read as a rate; outside [0, 1] a point
+    assert summary_interval([1.0, 1.0]) == wilson_interval(2, 2)
+    assert summary_interval([4.0, 4.0]) == (4.0, 4.0)
     assert all(math.isnan(x) for x in summary_interval([]))
 
 
-def test_summary_interval_large_runs_use_the_normal_limit_quickly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    import random
+def test_summary_interval_of_scores() -> None:
     import statistics
-    from typing import Any
 
-    from pytest_context_bench import stats
-    from pytest_context_bench.stats import (
-        EXACT_BOOTSTRAP_MAX,
-        bootstrap_mean_ci,
-        summary_interval,
-    )
+    from pytest_context_bench.stats import summary_interval, t_quantile, wilson_interval
 
-    rng = random.Random(1)
-    values = [rng.random() for _ in range(20000)]
-    # Quickly: no resampling at all above EXACT_BOOTSTRAP_MAX (counted, not timed).
-    resampled: list[int] = []
-
-    def counting(data: Any, *args: Any) -> tuple[float, float]:
-        resampled.append(len(data))
-        return bootstrap_mean_ci(data, *args)
-
-    monkeypatch.setattr(stats, "bootstrap_mean_ci", counting)
-    lo, hi = summary_interval(values)
-    assert resampled == []
-    mean = statistics.fmean(values)
-    half = 1.959963984540054 * statistics.pstdev(values) / len(values) ** 0.5
-    assert (lo, hi) == pytest.approx((mean - half, mean + half), rel=1e-9)
-    monkeypatch.undo()
-    small = values[:EXACT_BOOTSTRAP_MAX]
-    assert summary_interval(small) == bootstrap_mean_ci(small)
-    # Binary data of any size takes the exact path.
-    lo, hi = summary_interval([float(rng.random() < 0.7) for _ in range(50000)])
-    assert 0.69 < lo < 0.7 < hi < 0.71 or 0.69 < lo < hi < 0.71
+    # scores in [0, 1]: Wilson on the effective size n m (1 - m) / s^2
+    values = [0.5, 0.7, 0.9, 1.0, 0.0] * 4
+    m, v = statistics.fmean(values), statistics.variance(values)
+    size = 20 * m * (1 - m) / v
+    assert summary_interval(values) == pytest.approx(
+        wilson_interval(m * size, size, z=t_quantile(0.975, 19)))
+    lo, hi = summary_interval([1.0] * 19 + [0.2])
+    assert 0.7 < lo < 0.96 and hi == pytest.approx(1.0, abs=0.02)
+    # judge scores (1 to 5): Student's t, not clipped
+    values = [1.0, 5.0, 3.0]
+    m, s = statistics.fmean(values), statistics.stdev(values)
+    half = 4.302653 * s / math.sqrt(3)
+    assert summary_interval(values) == pytest.approx((m - half, m + half), rel=1e-3)
+    for df, exact in ((1, 12.7062), (2, 4.30265), (3, 3.18245), (5, 2.57058), (19, 2.09302), (120, 1.97993)):
+        assert t_quantile(0.975, df) == pytest.approx(exact, rel=3e-3), df
+    assert t_quantile(0.5, 7) == 0.0 and t_quantile(0.025, 9) == pytest.approx(-t_quantile(0.975, 9))
 
 
 def test_the_fast_draws_are_randranges_own() -> None:

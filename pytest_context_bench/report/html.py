@@ -536,7 +536,7 @@ _SCRIPT = r"""
   document.getElementById("summary-table").appendChild(st);
   document.getElementById("legend").textContent =
     "pass = the primary score \u2265 the suite's threshold; tokens per pass = output tokens per passing example"
-    + " (cost of pass); input/output tokens are means per example; intervals are 95% bootstrap intervals."
+    + " (cost of pass); input/output tokens are means per example; intervals are 95% intervals of the mean (Wilson for rates and scores in [0, 1], Student's t otherwise)."
     + (present.some(function (c) { return c[2] === "usd"; })
       ? " cost $ = US dollars of the System's LLM calls (--ctxbench-price); $ per pass = cost $ per passing example;"
         + " judge $ = the evaluators' calls." : "")
