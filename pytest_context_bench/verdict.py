@@ -97,6 +97,7 @@ def judge(
     confidence: float = 0.95,
     require_same_examples: bool = False,
     fingerprints: Mapping[str, str] | None = None,
+    seed: int = 0,
 ) -> Verdict:
     """Compare ``report`` with ``baseline`` (a loaded
     :class:`~pytest_context_bench.baseline.Baseline`, or ``None``) and decide.
@@ -106,6 +107,8 @@ def judge(
     :param require_same_examples: ``--ctxbench-require-same-examples``.
     :param fingerprints: ``{dataset tag: fingerprint}`` of the run, checked against
         the baseline's (a changed dataset voids the comparison).
+    :param seed: the seed of every draw of the comparison (``--ctxbench-seed``): the
+        same rows and seed give the same verdict, bit for bit.
     """
     from .baseline import check_datasets, compare
 
@@ -120,7 +123,7 @@ def judge(
         verdict.baseline_error = f"baseline not compared: {exc}"
         return verdict
     try:
-        comparison = compare(baseline, report, drops, confidence=confidence)
+        comparison = compare(baseline, report, drops, confidence=confidence, seed=seed)
     except ConfigError as exc:  # e.g. adaptive trials against a baseline of 1 trial
         verdict.baseline_error = f"baseline not compared: {exc}"
         return verdict

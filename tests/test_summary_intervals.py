@@ -33,3 +33,43 @@ def test_twenty_of_twenty_is_not_a_point(pytester: pytest.Pytester) -> None:
     assert hi == 1.0 and 0.79 < lo < 0.84  # Wilson (continuity-corrected) for 20 of 20
     assert doc["intervals"]["echo"]["mean_score"] == [lo, hi]
     assert "1.0000 [0.80, 1.00]" in result.stdout.str()
+
+
+SYSTEMS = '''
+class Good:
+    name = "reader"
+    def process(self, example):
+        return {**example, "response": example["answer"]}
+
+class Worse:
+    name = "reader"
+    def process(self, example):
+        i = int(example["id"][1:])
+        # partial credit on some, wrong on a few: a mean score drop with ties
+        text = example["answer"] if i % 5 else "x " + example["answer"] + " y z"
+        return {**example, "response": "nope" if i % 11 == 0 else text}
+'''
+
+
+def test_the_seed_reaches_every_draw_of_the_comparison(pytester: pytest.Pytester) -> None:
+    """--ctxbench-seed seeds the comparison's Monte Carlo and bootstrap draws (issue
+    33): the same seed gives the same numbers bit for bit, another seed other draws."""
+    pytester.makepyfile(seedsystems=SYSTEMS)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    pytester.makefile(".jsonl", qa="\n".join(
+        json.dumps({"id": f"q{i}", "question": f"q{i}?", "answer": f"alpha beta {i}"}) for i in range(60)))
+    base = ["--ctxbench-dataset=qa.jsonl", "-p", "no:randomly"]
+    pytester.runpytest(*base, "--ctxbench-system=seedsystems:Good", "--ctxbench-save-baseline=b.json")
+
+    def comparison(seed: int, out: str) -> list[dict]:
+        pytester.runpytest(*base, "--ctxbench-system=seedsystems:Worse", "--ctxbench-baseline=b.json",
+                           "--ctxbench-max-drop=mean_score:0.5", f"--ctxbench-seed={seed}",
+                           f"--ctxbench-json={out}")
+        metrics = read_json(pytester.path / out)["baseline_comparison"]["metrics"]
+        return [{k: m[k] for k in ("metric", "p_value", "ci_low", "ci_high")} for m in metrics]
+
+    once, again, other = comparison(1, "a.json"), comparison(1, "b2.json"), comparison(2, "c.json")
+    assert once == again
+    mean = [m for m in once if m["metric"] == "mean_score"][0]
+    mean_other = [m for m in other if m["metric"] == "mean_score"][0]
+    assert (mean["ci_low"], mean["ci_high"]) != (mean_other["ci_low"], mean_other["ci_high"])

@@ -23,7 +23,7 @@ import math
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -245,6 +245,8 @@ def _run(args: argparse.Namespace) -> int:
         confidence=confidence,
         require_same_examples=args.require_same_examples,
         fingerprints=merged.fingerprints or None,
+        # the shards' --ctxbench-seed: the merged verdict is the single run's
+        seed=_shard_seed(merged.run),
     )
     enforced = not args.no_gate
     run_info = dict(merged.run)
@@ -327,3 +329,10 @@ def _run(args: argparse.Namespace) -> int:
     # every line fits the terminal.
     print("\n".join(out for line in lines for out in wrap_line(inert(line), width)))
     return status
+
+
+def _shard_seed(run: Mapping[str, Any]) -> int:
+    """The ``--ctxbench-seed`` the shards ran with (0 when they did not say)."""
+    options = run.get("options") if isinstance(run, Mapping) else None
+    seed = options.get("seed") if isinstance(options, Mapping) else None
+    return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else 0

@@ -242,7 +242,10 @@ SAMPLE = _opt(
     " --ctxbench-limit), the same on every machine",
     "N",
 )
-SEED = _opt("seed", "int", "Seed of --ctxbench-sample. Default: 0", "S")
+SEED = _opt(
+    "seed", "int",
+    "Seed of --ctxbench-sample and of the baseline comparison's draws. Default: 0", "S",
+)
 SHARD = _opt(
     "shard",
     "str",

@@ -356,6 +356,7 @@ class Controller:
             confidence=self.settings.confidence,
             require_same_examples=self.settings.require_same_examples,
             fingerprints=self.fingerprints() if self.baseline is not None else None,
+            seed=self.settings.seed or 0,
         )
         self.comparison = self.verdict.comparison
         if self.verdict.baseline_error is not None:
