@@ -147,7 +147,14 @@ def test_repeat_reports_pass_at_k_and_flaky(
     assert rep["pass_at_k"] == 1.0 and rep["pass_hat_k"] == pytest.approx(0.5)
     # Intervals are over the 6 examples (pass shares 1, 1/3, ...), not 18 trials.
     low, high = doc["intervals"]["flaky"]["pass_rate"]
-    assert 1 / 3 <= low < 12 / 18 < high <= 1.0
+    from pytest_context_bench.stats import summary_interval
+
+    shares = [1.0, 1 / 3] * 3
+    assert (low, high) == pytest.approx(summary_interval(shares))
+    assert low < 12 / 18 < high <= 1.0
+    # wider than the (wrong) interval over 18 independent trials would be
+    trials = summary_interval([1.0] * 12 + [0.0] * 6)
+    assert high - low > trials[1] - trials[0]
 
 
 def test_repeat_is_identical_in_process_and_under_xdist(
