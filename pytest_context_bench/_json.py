@@ -19,6 +19,7 @@ from typing import Any, Final
 __all__ = [
     "MAX_DEPTH",
     "JSONValueError",
+    "js_number",
     "strict_decoder",
     "strict_loads",
     "value_problem",
@@ -164,3 +165,15 @@ def _lone_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def js_number(value: float) -> str:
+    """A number as JavaScript's ``String(value)`` prints it (``1.0`` -> ``1``,
+    ``1e21`` -> ``1e+21``): how promptfoo writes numbers in its texts."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if float(value).is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return re.sub(r"e([+-])0*(\d)", r"e\1\2", repr(float(value)))

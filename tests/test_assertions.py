@@ -86,7 +86,8 @@ def test_a_check_cannot_change_the_example() -> None:
         ([{"type": "contains-any", "value": '"unclosed, b'}], "unterminated quoted field"),
         ([{"type": "contains", "value": "x", "weight": -1}], "'weight' must be a number >= 0"),
         ([{"type": "contains", "value": "x", "metric": "f1"}], "the name of a built-in score"),
-        ([{"type": "contains", "value": "{{ name | upper }}"}], "only {{name}} substitution"),
+        ([{"type": "contains", "value": "{{ name | upper }}"}], "it uses the filter 'upper'"),
+        ([{"type": "contains", "value": "{% if x %}y{% endif %}"}], "assertion 1: "),
         ([{"type": "assert-set", "assert": []}], "non-empty list"),
         ([{"type": "assert-set", "assert": [{"type": "nope"}]}], "inner assertion 1 (nope): unknown"),
         ([{"type": "python", "value": "mod_that_is_not_there:f"}], "cannot import 'mod_that_is_not_there'"),
@@ -102,3 +103,16 @@ def test_test_threshold_must_be_a_number() -> None:
     with pytest.raises(A.AssertionError_, match="'threshold' must be a number"):
         A.compile_asserts([], threshold="high")
     assert A.check_threshold("0.5") == 0.5  # a CSV cell
+
+
+def test_templates_read_the_example_never_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """{{field}} is the example's field; {{ env.X }} reads nothing in a check, so a
+    key in the environment cannot be copied into a reason the reports print."""
+    monkeypatch.setenv("CTXBENCH_TEST_SECRET", "sk-do-not-print")
+    example = {"id": "x", "name": "Ada", "tags": ["a", "b"],
+               "assert": [{"type": "equals", "value": "Hi {{name}} {{ tags | dump }} [{{ env.CTXBENCH_TEST_SECRET }}]"}]}
+    scores, details = A.Assertions().score_details(example, {"response": "nope"})
+    assert scores["assert_pass"] == 0.0
+    text = repr(details)
+    assert 'Hi Ada [\\"a\\",\\"b\\"] []' in text or 'Hi Ada ["a","b"] []' in text, text
+    assert "sk-do-not-print" not in text

@@ -550,7 +550,7 @@ class _Collector:
     def check_asserts(self, example: dict[str, Any], line: int, label: str) -> None:
         """Compile the example's ``assert`` list now, so that an unknown type, an
         invalid regex or schema stops the run before its first example."""
-        from ..evaluators.assertions import AssertionError_, compile_asserts
+        from ..evaluators.assertions import AssertionError_, compile_asserts, metric_names
 
         try:
             compiled = compile_asserts(
@@ -561,14 +561,7 @@ class _Collector:
             )
         except AssertionError_ as exc:
             raise self.fail(str(exc), line, label) from None
-        metrics = self.assert_metrics if self.assert_metrics is not None else set()
-        stack = list(compiled)
-        while stack:
-            a = stack.pop()
-            if a.metric:
-                metrics.add(a.metric)
-            stack.extend(a.inner)
-        self.assert_metrics = metrics
+        self.assert_metrics = (self.assert_metrics or set()) | metric_names(compiled)
 
     def _here(self, line: int, fallback_id: int) -> str:
         if self.kind is _JSON:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, NoReturn
 
 from .._files import not_regular
-from .._json import JSONValueError, strict_decoder, strict_loads
+from .._json import JSONValueError, js_number as _js_number, strict_decoder, strict_loads
 from ..errors import DatasetError
 
 __all__ = [
@@ -740,17 +740,6 @@ _EXPRESSION: Final = re.compile(
 )
 _FILTERS: Final = ("dump", "safe")
 _MISSING: Final = object()
-
-
-def _js_number(value: float) -> str:
-    """A float as JavaScript prints it (``1.0`` -> ``1``)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return re.sub(r"e([+-])0*(\d)", r"e\1\2", repr(value))
 
 
 def _jsify(value: Any) -> Any:

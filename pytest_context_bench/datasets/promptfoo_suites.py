@@ -71,7 +71,7 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
     :raises DatasetError: naming the file (the config, or the tests file the test
         came from) and the line.
     """
-    from ..evaluators.assertions import AssertionError_, compile_asserts
+    from ..evaluators.assertions import AssertionError_, compile_asserts, metric_names
     from .promptfoo import load_promptfoo
 
     fam = family or DEFAULT_FAMILY
@@ -97,13 +97,7 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
                     )
                 except AssertionError_ as exc:
                     raise DatasetError(f"{exc}. Fix the test.", path=str(source), line=line or None) from None
-                metrics = metrics if metrics is not None else set()
-                stack = list(compiled)
-                while stack:
-                    a = stack.pop()
-                    if a.metric:
-                        metrics.add(a.metric)
-                    stack.extend(a.inner)
+                metrics = (metrics or set()) | metric_names(compiled)
             problem = example_error(fam, example)
             if problem is not None:
                 raise DatasetError(f"{problem}. Fix the test.", path=str(source), line=line or None)

@@ -40,6 +40,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Final, Iterator, Mapping, Sequence
 
+from .._json import js_number as _js_number
 from ..errors import ExampleDataError
 from ..metrics.scores import ASSERT_PASS, ASSERT_SCORE, VERDICT_KEYS
 
@@ -54,8 +55,19 @@ __all__ = [
     "Result",
     "VERDICT_KEYS",
     "compile_asserts",
+    "metric_names",
     "run_asserts",
 ]
+
+def metric_names(compiled: Sequence[Compiled]) -> set[str]:
+    """The ``metric`` names of a compiled list, those of assert-sets included."""
+    names: set[str] = set()
+    for a in compiled:
+        if a.metric:
+            names.add(a.metric)
+        names |= metric_names(a.inner)
+    return names
+
 
 def _reserved_metrics() -> frozenset[str]:
     """Score keys an assertion's ``metric`` may not take: ours and every built-in
@@ -121,16 +133,6 @@ def _value_text(value: Any) -> str:
     if isinstance(value, float):
         return _js_number(value)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _js_number(value: float) -> str:
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "Infinity" if value > 0 else "-Infinity"
-    if value == int(value) and abs(value) < 1e21:
-        return str(int(value))
-    return repr(value)
 
 
 def _quoted(value: Any) -> str:
@@ -710,44 +712,20 @@ def compile_asserts(
     return tuple(out)
 
 
-_TEMPLATE = re.compile(r"\{\{(.*?)\}\}|\{%", re.S)
-_VAR_PATH = re.compile(r"\s*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*")
-
-
 def render_template(text: str, variables: Mapping[str, Any]) -> str:
-    """``{{ name }}`` and ``{{ name.key }}`` replaced by the variable's text as
-    Nunjucks prints it (an undefined variable: nothing).
+    """``text`` rendered with an example's fields, as promptfoo renders assertion
+    values: the one renderer of prompts and values
+    (:func:`pytest_context_bench.datasets.promptfoo.render_template`). ``{{ env.X }}``
+    reads nothing here: a dataset's check must not copy an environment variable (a
+    key) into the reasons the reports print.
 
-    :raises ValueError: other template syntax (filters, ``{% %}`` tags), which is
-        not run here.
+    :raises ValueError: template syntax that is not run (tags, other filters).
     """
-    if "{" not in text:
+    if "{{" not in text and "{%" not in text and "{#" not in text:
         return text
+    from ..datasets.promptfoo import render_template as render
 
-    def one(match: re.Match[str]) -> str:
-        inner = match.group(1)
-        path = _VAR_PATH.fullmatch(inner) if inner is not None else None
-        if path is None:
-            raise ValueError(
-                f"the template {match.group(0)!r} is not a plain variable: only {{{{name}}}}"
-                " substitution is supported (no filters, expressions or {% %} tags)"
-            )
-        value: Any = variables
-        for part in path.group(1).split("."):
-            value = value.get(part) if isinstance(value, Mapping) else None
-        return _nunjucks_text(value)
-
-    return _TEMPLATE.sub(one, text)
-
-
-def _nunjucks_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, Mapping):
-        return "[object Object]"
-    if isinstance(value, list):
-        return ",".join(_nunjucks_text(v) for v in value)
-    return _value_text(value)
+    return render(text, variables, env={})
 
 
 def render_assertion(item: Any, variables: Mapping[str, Any]) -> Any:
