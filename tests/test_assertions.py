@@ -116,3 +116,15 @@ def test_templates_read_the_example_never_the_environment(monkeypatch: pytest.Mo
     text = repr(details)
     assert 'Hi Ada [\\"a\\",\\"b\\"] []' in text or 'Hi Ada ["a","b"] []' in text, text
     assert "sk-do-not-print" not in text
+
+
+def test_json_nested_too_deep_to_read_is_an_error_not_a_verdict() -> None:
+    """1,000 levels of arrays parse; 5,000 (valid JSON) cannot be read by Python's
+    parser: the row says so instead of failing a valid answer or crashing."""
+    assert _run([{"type": "is-json"}], "[" * 900 + "]" * 900)["assert_pass"] == 1.0
+    deep = "[" * 5000 + "]" * 5000
+    for kind in ({"type": "is-json"}, {"type": "equals", "value": [1]}):
+        with pytest.raises(ExampleDataError, match="nests JSON deeper than"):
+            _run([kind], deep)
+    with pytest.raises(ExampleDataError, match=r"the python assertion raised ZeroDivisionError"):
+        _run([{"type": "python", "value": "1 / 0"}], "x")

@@ -225,6 +225,8 @@ def _equals(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
         try:
             parsed = _strict_json(output)
             same = _json_equal(parsed, value)
+        except ExampleDataError:
+            raise
         except ValueError:
             same = False
         shown = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
@@ -357,12 +359,20 @@ def _utf16_levenshtein(a: str, b: str) -> int:
 
 
 def _strict_json(text: str) -> Any:
-    """``JSON.parse``: no NaN or Infinity; raises ValueError."""
+    """``JSON.parse``: no NaN or Infinity; raises ValueError (not JSON) or
+    :class:`ExampleDataError` (JSON nested deeper than Python's parser reads: neither
+    a pass nor a fail can be given, so the row is an error that says why)."""
 
     def refuse(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
-    return json.loads(text, parse_constant=refuse)
+    try:
+        return json.loads(text, parse_constant=refuse)
+    except RecursionError:
+        raise ExampleDataError(
+            "the output nests JSON deeper than Python's parser reads (about 1,000"
+            " levels); it cannot be checked"
+        ) from None
 
 
 def _schema_errors(a: Compiled, value: Any) -> str | None:
@@ -389,6 +399,8 @@ def _schema_error_text(error: Any) -> str:
 def _is_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     try:
         parsed = _strict_json(output)
+    except ExampleDataError:
+        raise
     except ValueError:
         ok = a.inverse
         return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to be valid JSON")
@@ -1238,7 +1250,12 @@ def _run_one(a: Compiled, output: str, context: Mapping[str, Any]) -> Result:
         score, passed = _aggregate(inner, a.threshold)
         failed = [r.reason for _, r in inner if not r.passed]
         return Result(passed, score, "All assertions passed" if passed else "; ".join(failed))
-    return CHECKS[a.base](output, a, context)
+    try:
+        return CHECKS[a.base](output, a, context)
+    except ExampleDataError:
+        raise
+    except Exception as exc:  # a python check's own error, above all
+        raise ExampleDataError(f"the {a.type} assertion raised {type(exc).__name__}: {exc}") from exc
 
 
 # ---------------------------------------------------------------- evaluator
@@ -1311,14 +1328,7 @@ class Assertions:
                     default=str)),
                 "prompt": original.get("prompt", original.get("question", original.get("context"))),
             }
-        try:
-            scores, results = run_asserts(compiled, output, context, threshold)
-        except ExampleDataError:
-            raise
-        except Exception as exc:
-            raise ExampleDataError(
-                f"a python assertion raised {type(exc).__name__}: {exc}"
-            ) from exc
+        scores, results = run_asserts(compiled, output, context, threshold)
         details = _details(results, scores, threshold)
         return scores, details
 
