@@ -20,8 +20,7 @@ from ..engine import (
     score_call,
     score_processed,
 )
-from ..inputs import check_unique_names
-from ..metrics.scores import ASSERT_SCORE
+from ..inputs import check_unique_names, primary_score_field
 from ..memory import Conversation, ask_question, ingest_conversation
 from ..errors import CtxBenchError, ExampleDataError
 from ..importing import check_memory_system, check_system
@@ -86,13 +85,9 @@ class Recorder:
         self._memory = memory
         #: the process's CallRunner (budget, rate limit, timeout), or None
         self._runner = runner
-        # An example with assertions is judged by them (docs/assertions.md),
-        # unless the suite names its score field.
-        self.score_field = (
-            ASSERT_SCORE
-            if self.spec.score_field is None and "assert" in self._original
-            else self.spec.primary_field(ref.dataset)
-        )
+        # The suite's field, else the example's own (its assertions' when it has
+        # some: docs/assertions.md), as evaluate() decides it.
+        self.score_field = self.spec.score_field or primary_score_field(self._original, ref.dataset)
         self.evaluators = self.spec.evaluators_for(ref.ds_pos)
 
     def __repr__(self) -> str:
