@@ -69,6 +69,7 @@ def metric_names(compiled: Sequence[Compiled]) -> set[str]:
     return names
 
 
+@functools.cache
 def _reserved_metrics() -> frozenset[str]:
     """Score keys an assertion's ``metric`` may not take: ours and every built-in
     evaluator's (a clash would make each row an error)."""
