@@ -458,6 +458,8 @@ class MetricComparison:
     result: PairedResult
     tolerance: Tolerance | None = None
     verdict: DropVerdict | None = None
+    #: ``(level, adjusted p)`` under ``--ctxbench-familywise=holm``, else ``None``
+    holm: tuple[float, float] | None = None
 
     @property
     def failed(self) -> bool:
@@ -479,6 +481,10 @@ class SuiteComparison:
     new: list[str]
     missing: list[str]
     n_matched: int
+    #: trials set aside to pair as many per example (:func:`balance_trials`)
+    trials_left_out: dict[str, int] = field(default_factory=dict)
+    #: what the reader should know about how the suite was compared
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -496,6 +502,8 @@ class Comparison:
     suites: list[SuiteComparison]
     only_current: list[str]
     only_baseline: list[str]
+    #: ``--ctxbench-familywise``
+    familywise: str = "none"
 
     @property
     def breaches(self) -> list[MetricComparison]:
@@ -509,9 +517,19 @@ class Comparison:
     def lines(self) -> list[str]:
         """A readable report section, one string per line (no markup)."""
         commit = f" (commit {self.git_commit[:12]})" if self.git_commit else ""
-        out = [f"baseline {self.baseline_path}{commit}, confidence {self.confidence * 100:g}%"]
+        out = [
+            f"baseline {self.baseline_path}{commit}, confidence {self.confidence * 100:g}%"
+            " (intervals two-sided, gates one-sided)"
+            + (", gates adjusted together (Holm)" if self.familywise == "holm" else "")
+        ]
         for s in self.suites:
             out.append(f"{s.suite}: {s.n_matched} examples matched")
+            if s.trials_left_out:
+                left = " and ".join(f"{n} of the {side}'s" for side, n in s.trials_left_out.items())
+                out.append(
+                    f"  paired on as many trials per example on each side: {left} trials left out"
+                )
+            out += [f"  {note}" for note in s.notes]
             for m in s.metrics:
                 r = m.result
                 line = (
@@ -559,17 +577,24 @@ def _short_why(m: MetricComparison, confidence: float) -> str:
     evidence = describe_test(r, interval=False)
     if r.n == 0 or math.isnan(r.diff):
         return "no paired example to compare"
+    holm = ""
+    if m.holm is not None:
+        level, adjusted = m.holm
+        confidence = 1.0 - level if level > 0 else confidence
+        holm = f", Holm-adjusted p = {_p_text(adjusted)}"
     if v.failed:
         return (
-            f"significantly worse ({evidence}; one-sided {confidence * 100:g}% bound"
+            f"significantly worse ({evidence}{holm}; one-sided {confidence * 100:.4g}% bound"
             f" on the drop {_fmt(v.bound)} > {_fmt(v.tolerance)})"
         )
     if not v.drop > v.tolerance:
         return "not worse" if v.drop <= 0 else f"within the tolerance {_fmt(v.tolerance)}"
+    if m.holm is not None and m.holm[0] == 0.0:
+        return f"not significant after Holm's adjustment ({evidence}{holm})"
     if not r.p_worse(DROP_METRICS[m.metric]) <= 1 - confidence:
-        return f"not significant ({evidence})"
+        return f"not significant ({evidence}{holm})"
     return (
-        f"significant ({evidence}) but not beyond the tolerance: bound"
+        f"significant ({evidence}{holm}) but not beyond the tolerance: bound"
         f" {_fmt(v.bound)} <= {_fmt(v.tolerance)}"
     )
 
@@ -640,6 +665,7 @@ def compare(
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
     extra_metrics: Iterable[str] = (),
+    familywise: str = "none",
 ) -> Comparison:
     """Compare a run with a baseline, suite by suite, example by example.
 
@@ -655,8 +681,11 @@ def compare(
     ``cost_of_pass_usd`` the ratio of the rows' ``cost_usd`` to passes (the same
     test; when either side's money is unknown its max-drop gate fails), and
     ``latency_mean`` bootstraps the current latencies against the baseline summary's
-    mean (a baseline keeps no per-row latency). Repeated trials of one example are
-    averaged first.
+    mean (a baseline keeps no per-row latency). Every metric pairs, per example, as
+    many trials of each side (:func:`balance_trials`): the first ``k`` of each, ``k``
+    the fewer of the two sides' trials, averaged; so an unchanged System's difference
+    is as likely to have either sign whatever its trials share (a temperature-0
+    answer, a drifting provider), which is what the tests assume.
 
     :param baseline: the loaded baseline.
     :param current: this run's report.
@@ -666,6 +695,10 @@ def compare(
     :param n_resamples: bootstrap / sign-flip resamples per test.
     :param extra_metrics: ``cost_of_pass``, ``latency_mean`` and/or
         ``cost_of_pass_usd`` to compare without a gate (``ctxbench compare``).
+    :param familywise: ``"none"`` (each gate at ``1 - confidence``) or ``"holm"``
+        (``--ctxbench-familywise=holm``: the max-drop gates of every suite adjusted
+        together by Holm's step-down, so the run cries wolf at most ``1 - confidence``
+        of the time in all).
     :raises ConfigError: for a metric in ``max_drops`` that is not in
         :data:`DROP_METRICS`.
     """
@@ -686,14 +719,11 @@ def compare(
             continue
         cur_info = next((s for s in current.suites if s.get("label") == label), {})
         base_info = baseline.suite(label) or cur_info
-        cur_recs = cur_by_suite.get(label, [])
-        adaptive = _adaptive_design(cur_recs, base_by_suite.get(label, []))
-        if adaptive is not None:
-            # Adaptive trials: the other metrics compare the first trials, one per
-            # example on both sides; the pass-rate test reads every trial.
-            cur_recs = [r for r in cur_recs if r.row.metadata.get("trial", 1) == 1]
+        cur_recs, base_recs, left_out = balance_trials(
+            cur_by_suite.get(label, []), base_by_suite.get(label, [])
+        )
         now = _examples(cur_recs, cur_info)
-        then = _examples(base_by_suite.get(label, []), base_info)
+        then = _examples(base_recs, base_info)
         several = len({d for d, _ in [*now, *then]}) > 1
         matched = [k for k in then if k in now]
         metrics: list[MetricComparison] = []
@@ -704,13 +734,7 @@ def compare(
             if m in max_drops or m in extra
         ]
         for metric in wanted:
-            if adaptive is not None and metric == "pass_rate":
-                result = _adaptive_pass_rate(
-                    matched, cur_by_suite.get(label, []), base_by_suite.get(label, []),
-                    cur_info, base_info, confidence, seed,
-                )
-            else:
-                result = _test(metric, matched, then, now, baseline.summary.get(label, {}), confidence, seed, n_resamples)
+            result = _test(metric, matched, then, now, baseline.summary.get(label, {}), confidence, seed, n_resamples)
             tol = max_drops.get(metric)
             verdict = None
             if tol is not None and metric == "cost_of_pass_usd" and _money_unknown(matched, then, now):
@@ -738,8 +762,12 @@ def compare(
                 new=_ids((k for k in now if k not in then), several),
                 missing=_ids((k for k in then if k not in now), several),
                 n_matched=len(matched),
+                trials_left_out=left_out,
+                notes=_adaptive_notes(cur_by_suite.get(label, [])),
             )
         )
+    if familywise == "holm":
+        _holm(suites, confidence)
     return Comparison(
         baseline_path=str(baseline.path),
         git_commit=baseline.git_commit,
@@ -747,6 +775,7 @@ def compare(
         suites=suites,
         only_current=[s for s in cur_labels if s not in base_labels],
         only_baseline=[s for s in base_labels if s not in cur_labels],
+        familywise=familywise,
     )
 
 
@@ -755,15 +784,124 @@ def _trial(rec: Record) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
-def _adaptive_design(current: list[Record], base: list[Record]) -> Any:
-    """The :class:`~pytest_context_bench.adaptive.Design` of a suite run with
-    ``--ctxbench-trials=adaptive`` (its rows say so), or ``None``."""
-    spec = next(
-        (a for r in current if isinstance(a := r.row.metadata.get("adaptive"), dict)), None
-    )
-    if spec is None:
-        return None
-    return adaptive_design(spec, base)
+def _adaptive_notes(current: Iterable[Record]) -> list[str]:
+    """The adaptive plan's note, when it bought no trial (a deterministic System)."""
+    for rec in current:
+        spec = rec.row.metadata.get("adaptive")
+        if isinstance(spec, dict) and spec.get("deterministic") is True:
+            return [
+                "adaptive trials: the baseline's trials of every example agree (a"
+                " deterministic System), so a second answer would repeat the first: no"
+                " example was asked again"
+            ]
+    return []
+
+
+def balance_trials(
+    current: Iterable[Record], base: Iterable[Record]
+) -> tuple[list[Record], list[Record], dict[str, int]]:
+    """Each example's trials, as many on each side: ``(current, base, left_out)``.
+
+    An example in both keeps its first ``k`` trials on each side (in trial order),
+    ``k`` the fewer of the two; one on a single side keeps all its trials (it is new
+    or missing, never compared). ``left_out`` counts the trials set aside, per side
+    (``{"run": ..., "baseline": ...}``, absent when none).
+
+    Why: under an unchanged System the comparison's unit is the example, and its
+    difference must be as likely to have either sign. That holds for ``k`` trials
+    against ``k`` whatever the trials of one run share (one answer per day at
+    temperature 0, a provider that drifts from day to day); it fails for 1 trial
+    against the mean of 16, whose difference is skewed near pass rates of 0 and 1
+    and whose day-to-day part the 16 cannot average away (docs/gating.md).
+    """
+
+    def by_key(recs: Iterable[Record]) -> dict[tuple[str, str], list[Record]]:
+        out: dict[tuple[str, str], list[Record]] = {}
+        for rec in recs:
+            out.setdefault((rec.row.dataset, rec.row.example_id), []).append(rec)
+        for rows in out.values():
+            rows.sort(key=_trial)
+        return out
+
+    now, then = by_key(current), by_key(base)
+    cur_out: list[Record] = []
+    base_out: list[Record] = []
+    left = {"run": 0, "baseline": 0}
+    for key, rows in now.items():
+        other = then.get(key)
+        k = len(rows) if other is None else min(len(rows), len(other))
+        cur_out += rows[:k]
+        left["run"] += len(rows) - k
+    for key, rows in then.items():
+        other = now.get(key)
+        k = len(rows) if other is None else min(len(rows), len(other))
+        base_out += rows[:k]
+        left["baseline"] += len(rows) - k
+    return cur_out, base_out, {side: n for side, n in left.items() if n}
+
+
+def holm_levels(p_values: Iterable[float], alpha: float) -> list[tuple[float, float]]:
+    """Holm's step-down for one family of one-sided p-values: per p-value (in the
+    order given), ``(level, adjusted p)``. ``level`` is the significance level its
+    gate is decided at, ``alpha / (m - j + 1)`` for the ``j``-th smallest while every
+    smaller one is below its own level, 0 after the first that is not (the step-down
+    stops: no later gate can fail); ``adjusted p`` is Holm's adjusted p-value
+    (``max over i <= j of min(1, (m - i + 1) p_(i))``), which is below ``alpha``
+    exactly when ``level`` is positive and the p-value is below it."""
+    ps = list(p_values)
+    m = len(ps)
+    order = sorted(range(m), key=lambda i: (math.isnan(ps[i]), ps[i]))
+    out: list[tuple[float, float]] = [(0.0, 1.0)] * m
+    going, running = True, 0.0
+    for j, i in enumerate(order):
+        p = ps[i]
+        level = alpha / (m - j)
+        adjusted = 1.0 if math.isnan(p) else min(1.0, (m - j) * p)
+        running = max(running, adjusted)
+        out[i] = (level if going else 0.0, running)
+        if not (p <= level):
+            going = False
+    return out
+
+
+def _holm(suites: list[SuiteComparison], confidence: float) -> None:
+    """Re-decide every gated metric of ``suites`` at its Holm level (in place)."""
+    gated = [
+        (s, i, m)
+        for s in suites
+        for i, m in enumerate(s.metrics)
+        if m.tolerance is not None and m.verdict is not None and not math.isnan(m.verdict.tolerance)
+    ]
+    if len(gated) < 2:
+        return
+    alpha = 1.0 - confidence
+    levels = holm_levels([m.result.p_worse(DROP_METRICS[m.metric]) for _, _, m in gated], alpha)
+    for (s, i, m), (level, adjusted) in zip(gated, levels):
+        tol = m.tolerance
+        assert tol is not None
+        note = f"Holm-adjusted p = {_p_text(adjusted)} over {len(gated)} gates"
+        if level > 0.0:
+            verdict = drop_verdict(
+                m.result, tol.amount, DROP_METRICS[m.metric], tol.relative, 1.0 - level,
+                name=f"{m.suite} {m.metric}",
+            )
+            verdict = DropVerdict(
+                verdict.failed, f"{verdict.reason} ({note}, level {_p_text(level)})",
+                verdict.tolerance, verdict.drop, verdict.bound,
+            )
+        else:
+            base = m.verdict
+            assert base is not None
+            verdict = DropVerdict(
+                False,
+                f"{m.suite} {m.metric} passed: not significant after Holm's adjustment ({note}).",
+                base.tolerance, base.drop, base.bound,
+            )
+        s.metrics[i] = MetricComparison(m.suite, m.metric, m.then, m.now, m.result, m.tolerance, verdict, holm=(level, adjusted))
+
+
+def _p_text(p: float) -> str:
+    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
 
 
 def adaptive_design(spec: Mapping[str, Any], base: list[Record]) -> Any:
@@ -796,36 +934,19 @@ def _outcome(row: EvalRow, field_: Any, threshold: float) -> int | None:
     return 1 if row.error is None and score_passes(row.scores, primary_field(row, field_), threshold) else 0
 
 
-def trial_outcomes(recs: Iterable[Record], info: Mapping[str, Any]) -> dict[tuple[str, str], list[int | None]]:
-    """``(dataset, example id)`` → its trials' pass outcomes (:func:`_outcome`), in
-    trial order, judged by the suite ``info``'s threshold and score field."""
+def trial_values(recs: Iterable[Record], info: Mapping[str, Any]) -> dict[tuple[str, str], list[tuple[int | None, float | None]]]:
+    """``(dataset, example id)`` → its trials' ``(pass outcome, primary score)``, in
+    trial order, judged by the suite ``info``'s threshold and score field (an error
+    fails, an unscored row is ``None``): two trials that differ in either are
+    answers that vary."""
     threshold = float(info.get("threshold", 0.7))
     field_ = info.get("score_field")
-    out: dict[tuple[str, str], list[tuple[int, int | None]]] = {}
+    out: dict[tuple[str, str], list[tuple[int, tuple[int | None, float | None]]]] = {}
     for rec in recs:
         out.setdefault((rec.row.dataset, rec.row.example_id), []).append(
-            (_trial(rec), _outcome(rec.row, field_, threshold))
+            (_trial(rec), (_outcome(rec.row, field_, threshold), row_score(rec.row, field_)))
         )
     return {k: [o for _, o in sorted(v, key=lambda x: x[0])] for k, v in out.items()}
-
-
-def _adaptive_pass_rate(
-    matched: list[tuple[str, str]],
-    current: list[Record],
-    base: list[Record],
-    cur_info: Mapping[str, Any],
-    base_info: Mapping[str, Any],
-    confidence: float,
-    seed: int,
-) -> PairedResult:
-    """The pass-rate test of an adaptive run (:func:`~.adaptive.adaptive_test`)."""
-    from .adaptive import Example, adaptive_test
-
-    now, then = trial_outcomes(current, cur_info), trial_outcomes(base, base_info)
-    examples = [
-        Example(now[k][0], tuple(now[k][1:]), tuple(then[k])) for k in matched if now.get(k)
-    ]
-    return adaptive_test(examples, confidence=confidence, seed=seed)
 
 
 def _money_unknown(

@@ -68,6 +68,7 @@ __all__ = [
     "mcnemar_exact",
     "one_sample_test",
     "paired_ratio_test",
+    "paired_p_values",
     "paired_test",
     "summary_interval",
     "t_quantile",
@@ -216,23 +217,68 @@ def mcnemar_exact(worse: int, better: int) -> float:
 
 
 def _sign_flip_p(diffs: Sequence[float], n_resamples: int, rng: random.Random) -> tuple[float, float]:
-    """Monte Carlo sign-flip p-values ``(p_lower, p_higher)`` of the mean difference."""
-    nonzero = [d for d in diffs if d != 0.0]
-    if not nonzero:
+    """Monte Carlo sign-flip p-values ``(p_lower, p_higher)`` of the mean difference.
+
+    The differences are grouped by magnitude: flipping the ``c`` signs of a group of
+    equal magnitudes ``m`` at random adds ``m (2 X - c)`` with ``X ~ Binomial(c, 1/2)``,
+    the number of set bits of ``c`` random bits. The same distribution as flipping
+    each sign, drawn once per group: pass-rate differences take a handful of
+    magnitudes, so a resample costs a few draws, not one per example.
+    """
+    groups: dict[float, list[int]] = {}
+    for d in diffs:
+        if d != 0.0:
+            g = groups.setdefault(abs(d), [0, 0])
+            g[0] += 1
+            g[1] += d > 0.0
+    if not groups:
         return 1.0, 1.0
-    k = len(nonzero)
-    observed = math.fsum(nonzero)
+    items = sorted(groups.items())
+    # fsum is exactly rounded and each term is computed alike for the observed
+    # signs and for a draw, so a draw with the observed signs reproduces `observed`
+    # exactly and ties are counted on both sides, as they must be.
+    observed = math.fsum([m * (2 * pos - c) for m, (c, pos) in items])
+    getrandbits = rng.getrandbits
     at_most = at_least = 0
     for _ in range(n_resamples):
-        bits = rng.getrandbits(k)
-        total = math.fsum([d if (bits >> i) & 1 else -d for i, d in enumerate(nonzero)])
-        # fsum is exactly rounded, so the identity assignment reproduces `observed`
-        # exactly and ties are counted on both sides, as they must be.
+        total = math.fsum([m * (2 * getrandbits(c).bit_count() - c) for m, (c, _) in items])
         if total <= observed:
             at_most += 1
         if total >= observed:
             at_least += 1
     return (1 + at_most) / (1 + n_resamples), (1 + at_least) / (1 + n_resamples)
+
+
+def paired_p_values(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    n_resamples: int = N_RESAMPLES,
+    seed: int = 0,
+    binary: bool | None = None,
+) -> tuple[str, float, float, tuple[int, int] | None]:
+    """The test of :func:`paired_test` without its interval: ``(test, p_lower,
+    p_higher, discordant)``, the same numbers :func:`paired_test` reports for the
+    same arguments (the sign flips draw from a stream of their own, seeded by
+    ``seed``). A gate decides on these first: when they are not significant no
+    interval can fail it."""
+    b = [float(v) for v in before]
+    a = [float(v) for v in after]
+    if len(a) != len(b):
+        raise ConfigError(
+            f"paired_test needs one 'after' value per 'before' value, got {len(b)} and {len(a)}."
+        )
+    if binary is None:
+        binary = _is_binary(b) and _is_binary(a)
+    elif binary and not (_is_binary(b) and _is_binary(a)):
+        raise ConfigError("paired_test(binary=True) needs every value to be 0 or 1.")
+    if binary:
+        down = sum(1 for x, y in zip(b, a) if x == 1.0 and y == 0.0)
+        up = sum(1 for x, y in zip(b, a) if x == 0.0 and y == 1.0)
+        return "mcnemar-exact", mcnemar_exact(down, up), mcnemar_exact(up, down), (down, up)
+    rng = random.Random(f"ctxbench-sign-flip|{seed}")
+    p_lower, p_higher = _sign_flip_p([y - x for x, y in zip(b, a)], n_resamples, rng)
+    return "paired-bootstrap", p_lower, p_higher, None
 
 
 def _empty(test: str, confidence: float, higher_is_better: bool) -> PairedResult:
@@ -266,17 +312,11 @@ def paired_test(
     """
     _check_confidence(confidence)
     _check_resamples(n_resamples)
+    test, p_lower, p_higher, discordant = paired_p_values(
+        before, after, n_resamples=n_resamples, seed=seed, binary=binary
+    )
     b = [float(v) for v in before]
     a = [float(v) for v in after]
-    if len(a) != len(b):
-        raise ConfigError(
-            f"paired_test needs one 'after' value per 'before' value, got {len(b)} and {len(a)}."
-        )
-    if binary is None:
-        binary = _is_binary(b) and _is_binary(a)
-    elif binary and not (_is_binary(b) and _is_binary(a)):
-        raise ConfigError("paired_test(binary=True) needs every value to be 0 or 1.")
-    test = "mcnemar-exact" if binary else "paired-bootstrap"
     n = len(b)
     if n == 0:
         return _empty(test, confidence, higher_is_better)
@@ -290,14 +330,6 @@ def paired_test(
     else:
         boot = _bootstrap_means(diffs, n_resamples, rng)
     ci_low, ci_high = _interval(boot, confidence)
-    discordant: tuple[int, int] | None = None
-    if binary:
-        down = sum(1 for x, y in zip(b, a) if x == 1.0 and y == 0.0)
-        up = sum(1 for x, y in zip(b, a) if x == 0.0 and y == 1.0)
-        discordant = (down, up)
-        p_lower, p_higher = mcnemar_exact(down, up), mcnemar_exact(up, down)
-    else:
-        p_lower, p_higher = _sign_flip_p(diffs, n_resamples, rng)
     return PairedResult(
         test=test,
         n=n,
@@ -501,22 +533,22 @@ _TEST_NAMES: dict[str, str] = {
     "paired-bootstrap": "sign-flip test (paired bootstrap interval)",
     "paired-bootstrap-ratio": "paired bootstrap of the ratio",
     "bootstrap-vs-reference": "bootstrap against the baseline's mean",
-    "adaptive-stratified": "stratified exact test (adaptive trials)",
 }
 
 
 def describe_test(result: PairedResult, *, interval: bool = True) -> str:
-    """``"exact McNemar test p = 0.003 (20 pass→fail, 2 fail→pass), 95% interval of
-    the change [-0.07, -0.02]"``: the evidence part of a verdict's reason (without
+    """``"exact McNemar test one-sided p = 0.003 (20 pass→fail, 2 fail→pass),
+    two-sided 95% interval of the change [-0.07, -0.02]"``: the evidence part of a verdict's reason (without
     the interval when ``interval`` is false: a line that shows it already)."""
     name = _TEST_NAMES.get(result.test, result.test)
-    text = f"{name} p = {_p(result.p_value)}"
+    # The p-value the gate used: one-sided, "worse" in the metric's direction.
+    text = f"{name} one-sided p = {_p(result.p_value)}"
     if result.discordant is not None:
         text += f" ({result.discordant[0]} pass→fail, {result.discordant[1]} fail→pass)"
     if not interval:
         return text
     pct = f"{result.confidence * 100:g}%"
-    return text + f", {pct} interval of the change [{format_number(result.ci_low)}, {format_number(result.ci_high)}]"
+    return text + f", two-sided {pct} interval of the change [{format_number(result.ci_low)}, {format_number(result.ci_high)}]"
 
 
 def drop_verdict(

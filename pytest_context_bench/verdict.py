@@ -98,6 +98,7 @@ def judge(
     require_same_examples: bool = False,
     fingerprints: Mapping[str, str] | None = None,
     seed: int = 0,
+    familywise: str = "none",
 ) -> Verdict:
     """Compare ``report`` with ``baseline`` (a loaded
     :class:`~pytest_context_bench.baseline.Baseline`, or ``None``) and decide.
@@ -109,6 +110,7 @@ def judge(
         the baseline's (a changed dataset voids the comparison).
     :param seed: the seed of every draw of the comparison (``--ctxbench-seed``): the
         same rows and seed give the same verdict, bit for bit.
+    :param familywise: ``--ctxbench-familywise`` (``"none"`` or ``"holm"``).
     """
     from .baseline import check_datasets, compare
 
@@ -123,7 +125,9 @@ def judge(
         verdict.baseline_error = f"baseline not compared: {exc}"
         return verdict
     try:
-        comparison = compare(baseline, report, drops, confidence=confidence, seed=seed)
+        comparison = compare(
+            baseline, report, drops, confidence=confidence, seed=seed, familywise=familywise
+        )
     except ConfigError as exc:  # e.g. adaptive trials against a baseline of 1 trial
         verdict.baseline_error = f"baseline not compared: {exc}"
         return verdict
@@ -164,6 +168,7 @@ def comparison_doc(verdict: Verdict) -> dict[str, Any] | None:
         {
             "baseline": str(c.baseline_path),
             "confidence": c.confidence,
+            "familywise": c.familywise,
             "unevaluated": list(verdict.unevaluated),
             "changed_examples": list(verdict.changed_examples),
             "metrics": [
@@ -177,6 +182,8 @@ def comparison_doc(verdict: Verdict) -> dict[str, Any] | None:
                     "ci_high": m.result.ci_high,
                     "test": m.result.test,
                     "p_value": m.result.p_value,
+                    "p_value_sided": "one-sided (worse)",
+                    "holm_adjusted_p": None if m.holm is None else m.holm[1],
                     "tolerance": None if m.tolerance is None else str(m.tolerance),
                     "passed": not m.failed,
                 }
@@ -187,6 +194,8 @@ def comparison_doc(verdict: Verdict) -> dict[str, Any] | None:
                 {
                     "suite": s.suite,
                     "n_matched": s.n_matched,
+                    "trials_left_out": dict(s.trials_left_out),
+                    "notes": list(s.notes),
                     "flipped_to_fail": list(s.flipped_to_fail),
                     "flipped_to_pass": list(s.flipped_to_pass),
                     "new": list(s.new),

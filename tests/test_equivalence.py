@@ -610,15 +610,16 @@ def test_adaptive_trials_every_mode_gives_the_same_answer(
     reference = runs["serial"]
     trials = {(r["example_id"], r["metadata"]["trial"]): r["status"]
               for r in reference["rows"] if r["suite"] == "sync"}
-    # q-3 never passed in the baseline: it cannot show a drop and is not asked again.
-    # The budget (1.5 calls per example: 1.5 more calls) pays one more trial for one
-    # of q-1 and q-2; the seeded coin picks q-1, whose second trial is a request of
-    # its own (answered right: q-1 is always right).
+    # q-2's baseline trials differ (right the first time only): the System's answers
+    # vary, so re-asking can pay. The budget (1.5 calls per example: 1.5 more calls)
+    # pays one more trial for one of the three; the seeded coin picks q-1, whose
+    # second trial is a request of its own (answered right: q-1 is always right).
     assert trials == {("q-1", 1): "pass", ("q-1", 2): "pass", ("q-2", 1): "pass",
                       ("q-3", 1): "below"}
     assert requests == {"serial": 2 * N + 1, "replay": 0}
     (metric,) = [m for m in reference["baseline_comparison"]["metrics"]
                  if m["suite"] == "sync" and m["metric"] == "pass_rate"]
-    assert metric["test"] == "adaptive-stratified"
+    # Paired on as many trials of each side, every example's mean is 0 or 1 here.
+    assert metric["test"] == "mcnemar-exact"
     for name, doc in runs.items():
         assert _adaptive_normal(doc) == _adaptive_normal(reference), name

@@ -130,7 +130,7 @@ def _check(
         "LLM money (--ctxbench-price):",
         "gate breached:",
         "baseline comparison:",
-        "gate max-drop 0.02: FAILED, significantly worse (exact McNemar test p =",
+        "gate max-drop 0.02: FAILED, significantly worse (exact McNemar test one-sided p =",
         "gate max-drop 0.9: passed, within the tolerance 0.9",
         "flipped pass → fail (6): q-1 q-11 q-3 q-5 q-7 q-9",
     ):

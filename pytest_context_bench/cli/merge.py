@@ -247,6 +247,7 @@ def _run(args: argparse.Namespace) -> int:
         fingerprints=merged.fingerprints or None,
         # the shards' --ctxbench-seed: the merged verdict is the single run's
         seed=_shard_seed(merged.run),
+        familywise=_shard_familywise(merged.run),
     )
     enforced = not args.no_gate
     run_info = dict(merged.run)
@@ -336,3 +337,11 @@ def _shard_seed(run: Mapping[str, Any]) -> int:
     options = run.get("options") if isinstance(run, Mapping) else None
     seed = options.get("seed") if isinstance(options, Mapping) else None
     return seed if isinstance(seed, int) and not isinstance(seed, bool) and seed >= 0 else 0
+
+
+def _shard_familywise(run: Mapping[str, Any]) -> str:
+    """The ``--ctxbench-familywise`` the shards ran with (``none`` when they did not
+    say): the merged verdict adjusts its gates as the single run would."""
+    options = run.get("options") if isinstance(run, Mapping) else None
+    mode = options.get("familywise") if isinstance(options, Mapping) else None
+    return mode if mode in ("none", "holm") else "none"

@@ -263,10 +263,18 @@ REPEAT = _opt(
 TRIALS = _opt(
     "trials",
     "str",
-    "adaptive: ask each example once, then ask again (up to --ctxbench-max-trials)"
-    " only the examples whose outcome disagrees with the baseline's trials, within"
-    " --ctxbench-trial-budget; the pass-rate gate uses a test valid under that choice."
-    " Needs --ctxbench-baseline saved with --ctxbench-repeat",
+    "adaptive: ask each example once, then ask a seeded share of the examples again"
+    " (up to --ctxbench-max-trials), within --ctxbench-trial-budget, and nothing more"
+    " when the baseline shows a deterministic System; each example is compared on as"
+    " many trials as it got. Needs --ctxbench-baseline saved with --ctxbench-repeat",
+    "MODE",
+)
+FAMILYWISE = _opt(
+    "familywise",
+    "str",
+    "none (each max-drop gate at 1 - confidence) or holm (all max-drop gates of the"
+    " run adjusted together by Holm's step-down: at most 1 - confidence false alarms"
+    " per run in all). Default: none",
     "MODE",
 )
 MAX_TRIALS = _opt(
@@ -463,6 +471,7 @@ OPTIONS: tuple[Option, ...] = (
     MAX_LINE_BYTES,
     LIST_DATASETS,
     REQUIRE_SAME_EXAMPLES,
+    FAMILYWISE,
     CODE_TIMEOUT,
     CODE_MEMORY,
     CODE_NETWORK,
@@ -637,6 +646,8 @@ class Settings:
     max_line_bytes: int | None = None
     list_datasets: bool = False
     require_same_examples: bool = False
+    #: --ctxbench-familywise: "none" or "holm"
+    familywise: str = "none"
     allow_empty: bool = False
     #: option dest -> absolute (not resolved) path, for each OUTPUT_OPTIONS given
     outputs: dict[str, Path] = field(default_factory=dict)
@@ -810,6 +821,12 @@ class Settings:
                 f"{REQUIRE_SAME_EXAMPLES.where(same_cli)} needs {BASELINE.flag}=PATH (the"
                 " run whose examples this run must match)"
             )
+        fam_raw, fam_cli = get(FAMILYWISE)
+        if fam_raw is not None and baseline is None:
+            raise pytest.UsageError(
+                f"{FAMILYWISE.where(fam_cli)} needs {BASELINE.flag}=PATH (it adjusts the"
+                " baseline's max-drop gates)"
+            )
         conf_raw, conf_cli = get(CONFIDENCE)
         confidence = 0.95
         if conf_raw is not None:
@@ -977,6 +994,7 @@ class Settings:
             max_line_bytes=integer(MAX_LINE_BYTES, 1),
             list_datasets=bool(get(LIST_DATASETS)[0]),
             require_same_examples=bool(get(REQUIRE_SAME_EXAMPLES)[0]),
+            familywise=_familywise(get),
             allow_empty=bool(get(ALLOW_EMPTY)[0]),
             outputs=outputs,
         )
@@ -987,6 +1005,17 @@ class Settings:
         from ..datasets.selection import Selection
 
         return Selection(self.limit, self.sample, self.seed, self.shard)
+
+
+def _familywise(get: Callable[[Option], tuple[Any, bool]]) -> str:
+    """``none`` or ``holm`` (--ctxbench-familywise), validated."""
+    raw, from_cli = get(FAMILYWISE)
+    mode = "none" if raw is None else str(raw).strip().lower()
+    if mode not in ("none", "holm"):
+        raise pytest.UsageError(
+            f"{FAMILYWISE.where(from_cli)} must be 'none' or 'holm', given: {raw!r}"
+        )
+    return mode
 
 
 def _adaptive_settings(

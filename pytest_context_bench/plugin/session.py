@@ -357,6 +357,7 @@ class Controller:
             require_same_examples=self.settings.require_same_examples,
             fingerprints=self.fingerprints() if self.baseline is not None else None,
             seed=self.settings.seed or 0,
+            familywise=self.settings.familywise,
         )
         self.comparison = self.verdict.comparison
         if self.verdict.baseline_error is not None:
@@ -599,6 +600,7 @@ class Controller:
                 "limit": self.settings.limit,
                 "sample": self.settings.sample,
                 "seed": self.settings.seed,
+                "familywise": self.settings.familywise,
                 "shard": "/".join(map(str, self.settings.shard)) if self.settings.shard else None,
                 "repeat": self.settings.repeat,
                 "score_field": self.settings.score_field,

@@ -2,8 +2,8 @@
 item asks its example once, then, when :mod:`pytest_context_bench.adaptive` says
 so, asks it again (up to ``--ctxbench-max-trials`` trials in all) in the same item.
 
-The choice depends only on the baseline and a seeded hash of the example's
-identity, so it is made where the item runs (any xdist worker, any shard) and is
+The choice depends only on the baseline (whether its trials of any example
+differ) and a seeded hash of the example's identity, so it is made where the item runs (any xdist worker, any shard) and is
 the same in every mode; each trial is a row of its own
 (``metadata.trial``), whose LLM calls use the trial's own cache entries.
 """
@@ -28,6 +28,8 @@ class _Suite:
     extra: int
     #: (dataset, example id) of the examples asked again
     chosen: set[tuple[str, str]] = field(default_factory=set)
+    #: the baseline's trials of every example agree: nothing is asked again
+    deterministic: bool = False
 
 
 class AdaptivePlan:
@@ -35,8 +37,8 @@ class AdaptivePlan:
     again (from the baseline and the seed only: the same in every process)."""
 
     def __init__(self, baseline: Any, max_trials: int, budget: float, seed: int) -> None:
-        from ..adaptive import allocation, coin, in_pool
-        from ..baseline import adaptive_design, trial_outcomes
+        from ..adaptive import allocation, any_varies, coin
+        from ..baseline import adaptive_design, trial_values
 
         self.max_trials, self.budget, self.seed = max_trials, budget, seed
         self.suites: dict[str, _Suite] = {}
@@ -45,13 +47,16 @@ class AdaptivePlan:
             by_suite.setdefault(rec.suite, []).append(rec)
         marker = {"max_trials": max_trials, "budget": budget}
         for label, recs in by_suite.items():
-            trials = trial_outcomes(recs, baseline.suite(label) or {})
+            trials = trial_values(recs, baseline.suite(label) or {})
             design = adaptive_design(marker, recs)  # raises: too few trials
-            pool = sorted(
-                (coin(seed, label, *key), key) for key, outcomes in trials.items() if in_pool(outcomes)
-            )
-            extra, chosen = allocation(design, len(trials), len(pool))
-            self.suites[label] = _Suite(design, extra, {key for _, key in pool[:chosen]})
+            if not any_varies(trials.values()):
+                # Every example's trials agree: a deterministic System, whose second
+                # answer is its first again. Nothing is bought.
+                self.suites[label] = _Suite(design, 0, set(), deterministic=True)
+                continue
+            order = sorted((coin(seed, label, *key), key) for key in trials)
+            extra, chosen = allocation(design, len(order), len(order))
+            self.suites[label] = _Suite(design, extra, {key for _, key in order[:chosen]})
 
     def more_trials(self, suite: str, dataset: str, example_id: str) -> int:
         """How many more trials this example gets (0: none)."""
@@ -106,6 +111,9 @@ def run_more_trials(case: CliCase, system: Any, state: Any) -> None:
         suite = spec.suite_label(row.system, case.ref.ds_pos)
         more = plan.more_trials(suite, row.dataset, row.example_id) if case.ref.qa < 0 else 0
         row.metadata["adaptive"] = {**marker, "reasked": more > 0, "trials": 1 + more}
+        entry = plan.suites.get(suite)
+        if entry is not None and entry.deterministic:
+            row.metadata["adaptive"]["deterministic"] = True
         target = next((s for s in systems if getattr(s, "name", None) == row.system), None)
         if more and target is not None:
             chosen.append((sys_pos, more, target))
