@@ -49,6 +49,7 @@ rate is bounded by it.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 from collections.abc import Sequence
@@ -112,12 +113,86 @@ def _draws(rng: random.Random, n: int) -> list[int]:
     return out
 
 
+#: Values with at most this many distinct numbers are resampled by their counts.
+_FEW_VALUES = 16
+
+
+def _binomial_cdf(m: int, num: int, den: int) -> list[float]:
+    """The CDF of ``Binomial(m, num / den)`` on ``0 .. m``, from the mode outwards by
+    the ratio of successive probabilities: only IEEE-754 ``+ - * /``, which are
+    correctly rounded, so the same table on every machine (no ``exp`` or
+    ``lgamma`` from the platform's maths library)."""
+    if num <= 0:
+        return [1.0] * (m + 1)
+    if num >= den:
+        return [0.0] * m + [1.0]
+    p = num / den
+    odds = num / (den - num)
+    mode = min(m, int((m + 1) * p))
+    pmf = [0.0] * (m + 1)
+    pmf[mode] = 1.0
+    x = 1.0
+    for k in range(mode, m):  # pmf(k + 1) = pmf(k) (m - k) / (k + 1) * odds
+        x = x * (m - k) / (k + 1) * odds
+        if x < 1e-300:
+            break
+        pmf[k + 1] = x
+    x = 1.0
+    for k in range(mode, 0, -1):  # pmf(k - 1) = pmf(k) k / (m - k + 1) / odds
+        x = x * k / (m - k + 1) / odds
+        if x < 1e-300:
+            break
+        pmf[k - 1] = x
+    total = math.fsum(pmf)
+    out, acc = [], 0.0
+    for q in pmf:
+        acc += q
+        out.append(acc / total)
+    out[-1] = 1.0
+    return out
+
+
 def _bootstrap_means(values: Sequence[float], n_resamples: int, rng: random.Random) -> list[float]:
-    """Sorted means of ``n_resamples`` resamples (with replacement) of ``values``."""
+    """Sorted means of ``n_resamples`` resamples (with replacement) of ``values``.
+
+    When the values take few distinct numbers (pass outcomes, their differences, the
+    means of a few trials) a resample is drawn by its counts: how many of the ``n``
+    draws land on each number is multinomial, drawn as successive binomials by
+    inversion of exact tables. The same distribution as drawing ``n`` indices, at a
+    few draws per resample instead of ``n``.
+    """
     n = len(values)
-    out = [
-        math.fsum([values[i] for i in _draws(rng, n)]) / n for _ in range(n_resamples)
-    ]
+    counts: dict[float, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+        if len(counts) > _FEW_VALUES:
+            break
+    if len(counts) > _FEW_VALUES:
+        out = [
+            math.fsum([values[i] for i in _draws(rng, n)]) / n for _ in range(n_resamples)
+        ]
+        out.sort()
+        return out
+    items = sorted(counts.items())
+    tables: list[dict[int, list[float]]] = [{} for _ in items]
+    getrandbits = rng.getrandbits
+    scale = 1.0 / (1 << 53)
+    out = []
+    for _ in range(n_resamples):
+        left, left_count = n, n
+        parts = []
+        for j, (v, c) in enumerate(items[:-1]):
+            cdf = tables[j].get(left)
+            if cdf is None:
+                cdf = tables[j][left] = _binomial_cdf(left, c, left_count)
+            k = min(bisect.bisect_right(cdf, getrandbits(53) * scale), left)
+            parts.append(v * k)
+            left -= k
+            left_count -= c
+            if left == 0:
+                break
+        parts.append(items[-1][0] * left)
+        out.append(math.fsum(parts) / n)
     out.sort()
     return out
 

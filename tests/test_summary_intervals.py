@@ -68,8 +68,14 @@ def test_the_seed_reaches_every_draw_of_the_comparison(pytester: pytest.Pytester
         metrics = read_json(pytester.path / out)["baseline_comparison"]["metrics"]
         return [{k: m[k] for k in ("metric", "p_value", "ci_low", "ci_high")} for m in metrics]
 
-    once, again, other = comparison(1, "a.json"), comparison(1, "b2.json"), comparison(2, "c.json")
+    once, again = comparison(1, "a.json"), comparison(1, "b2.json")
     assert once == again
+    # Scores of a few distinct values have intervals on a lattice: another seed may
+    # land on the same ends; some of four other seeds do not.
     mean = [m for m in once if m["metric"] == "mean_score"][0]
-    mean_other = [m for m in other if m["metric"] == "mean_score"][0]
-    assert (mean["ci_low"], mean["ci_high"]) != (mean_other["ci_low"], mean_other["ci_high"])
+    others = []
+    for seed in (2, 3, 4, 5):
+        other = comparison(seed, f"c{seed}.json")
+        m = [m for m in other if m["metric"] == "mean_score"][0]
+        others.append((m["ci_low"], m["ci_high"], m["p_value"]))
+    assert any(o != (mean["ci_low"], mean["ci_high"], mean["p_value"]) for o in others)
