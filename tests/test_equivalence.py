@@ -558,6 +558,8 @@ def test_every_mode_gives_the_reference_answer(
 _ADAPTIVE = (
     "--ctxbench-trials=adaptive", "--ctxbench-max-trials=2",
     "--ctxbench-baseline=adaptive-base.json", "--ctxbench-max-drop=pass_rate:0",
+    # two gates adjusted together (issue 33): the merge adjusts as the shards ran
+    "--ctxbench-max-drop=mean_score:0", "--ctxbench-familywise=holm",
 )
 
 
@@ -604,7 +606,8 @@ def test_adaptive_trials_every_mode_gives_the_same_answer(
         parts.append(str(part))
     merged = pytester.path / "adaptive-merged.json"
     status = ctxbench_main(["merge", *parts, "--json", str(merged), *GATES,
-                            "--ctxbench-baseline=adaptive-base.json", "--ctxbench-max-drop=pass_rate:0"])
+                            "--ctxbench-baseline=adaptive-base.json", "--ctxbench-max-drop=pass_rate:0",
+                            "--ctxbench-max-drop=mean_score:0"])
     assert status == 1
     runs["shards-2-merge"] = read_json(merged)
     reference = runs["serial"]
@@ -621,5 +624,9 @@ def test_adaptive_trials_every_mode_gives_the_same_answer(
                  if m["suite"] == "sync" and m["metric"] == "pass_rate"]
     # Paired on as many trials of each side, every example's mean is 0 or 1 here.
     assert metric["test"] == "mcnemar-exact"
+    assert reference["baseline_comparison"]["familywise"] == "holm"
+    assert all(m["holm_adjusted_p"] is not None for m in reference["baseline_comparison"]["metrics"]
+               if m["suite"] == "sync" and m["tolerance"] is not None)
     for name, doc in runs.items():
         assert _adaptive_normal(doc) == _adaptive_normal(reference), name
+        assert doc["baseline_comparison"]["familywise"] == "holm", name

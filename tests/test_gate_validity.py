@@ -144,15 +144,17 @@ def test_the_p_value_without_the_interval_is_the_tests() -> None:
 def test_the_benchmarks_fast_path_equals_compare_on_real_rows() -> None:
     bench = _bench()
     failed = 0
-    for scenario, drop in itertools.product(bench.SCENARIOS, ("none", "concentrated")):
-        for run in range(3):
-            n = 60 if drop == "none" else 200
+    cases = [(s, "none") for s in bench.SCENARIOS]
+    cases += [(s, "concentrated") for s in ("independent", "temperature 0", "logit drift 0.6")]
+    for scenario, drop in cases:
+        for run in range(2):
+            n = 40 if drop == "none" else 200
             world = bench._world(scenario, drop, n, random.Random(f"check|{scenario}|{drop}|{run}"))
             fast = bench._pass_gates(world, run, False)
             slow = bench.through_compare(world, run)
             assert {k: fast[k] for k in slow} == slow, (scenario, drop, run)
             failed += sum(slow.values())
-    assert failed >= 5  # the comparison saw gates fail, not only pass
+    assert failed >= 4  # the comparison saw gates fail, not only pass
 
 
 def test_false_alarms_stay_at_alpha_under_day_to_day_drift_at_a_small_scale() -> None:

@@ -121,7 +121,10 @@ def run(args: argparse.Namespace) -> int:
             )
         )
 
-    _show(f"A = {args.a}; B = {args.b}; confidence {args.confidence * 100:g}%")
+    _show(
+        f"A = {args.a}; B = {args.b}; confidence {args.confidence * 100:g}% (intervals"
+        " two-sided; p one-sided, of B worse)"
+    )
     _show(result.scope_line())
     for s in result.suites:
         _show()

@@ -715,7 +715,7 @@ _SCRIPT = r"""
       return "";
     }
     const dt = table(
-      ["suite", "metric", diff.base_label || "before", diff.head_label || "after", "change", "95% CI", "p-value", "verdict"],
+      ["suite", "metric", diff.base_label || "before", diff.head_label || "after", "change", "two-sided 95% CI", "one-sided p (worse)", "verdict"],
       (diff.metrics || []).map(function (m) {
         return [breakable(String(m.suite)), m.metric, fmt(m.then), fmt(m.now), fmt(m.change),
                 "[" + fmt(m.ci_low) + ", " + fmt(m.ci_high) + "]", fmt(m.p_value), flag(m)];

@@ -265,7 +265,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
             for m in comparison.get("metrics", [])
         ]
         out += _table(
-            ["suite", "metric", "baseline", "now", "change [CI]", "p-value"], rows
+            ["suite", "metric", "baseline", "now", "change [two-sided CI]", "one-sided p (worse)"], rows
         )
         out.append("")
         for s in comparison.get("suites", []):
@@ -371,7 +371,7 @@ def render_compare_markdown(comparison: Any) -> str:
         for m in c.metrics
     ]
     out += _table(
-        ["suite", "metric", "A", "B", "change", "95% CI", "p (B worse)", "verdict"],
+        ["suite", "metric", "A", "B", "change", "two-sided 95% CI", "one-sided p (B worse)", "verdict"],
         rows,
     )
     out.append("")
