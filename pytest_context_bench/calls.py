@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .urls import redact_secrets
+
 __all__ = [
     "IO_CLIP",
     "RECORDS_PER_ROW",
@@ -341,8 +343,10 @@ _IO: contextvars.ContextVar[list[dict[str, str]] | None] = contextvars.ContextVa
 IO_CLIP = 2000
 
 
-def _clip(value: Any) -> str:
+def _clip(value: Any, secrets: bool = False) -> str:
     text = value if isinstance(value, str) else ("" if value is None else repr(value))
+    if secrets:  # before the cut, which could leave a piece of one
+        text = redact_secrets(text, bearer=False)
     return text if len(text) <= IO_CLIP else text[:IO_CLIP] + f"… [{len(text) - IO_CLIP} more characters]"
 
 
@@ -363,4 +367,8 @@ def record_io(original: dict[str, Any], processed: dict[str, Any] | None) -> Non
     if sink is None:
         return
     response = None if processed is None else processed.get("response")
-    sink.append({"response": _clip(response), "reference": _clip(original.get("answer"))})
+    # A registered secret (an API key, a credential header) the model echoed is not
+    # shown: the reports write what is kept here.
+    sink.append(
+        {"response": _clip(response, True), "reference": _clip(original.get("answer"))}
+    )

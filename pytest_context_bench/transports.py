@@ -1,7 +1,10 @@
 """httpx transports that cache LLM replies and meter their token usage.
 
 :class:`CacheTransport` (sync) and :class:`AsyncCacheTransport` wrap another httpx
-transport. For each request they:
+transport. For each request they first register the value of every credential
+header (``Authorization``, ``api-key``, ``x-api-key``...;
+:func:`~pytest_context_bench.urls.register_headers`) as a secret, before anything
+can quote it, so that no report or message shows it; then they
 
 1. look the request up in the run's :class:`~pytest_context_bench.cache.LLMCache`
    (keyed by what is sent and the trial index; see :mod:`pytest_context_bench.cache`)
@@ -80,6 +83,7 @@ from .calls import (
     transcripts_mode,
 )
 from .results import is_token_count
+from .urls import register_headers
 from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
 
 __all__ = [
@@ -895,6 +899,9 @@ class CacheTransport(httpx.BaseTransport):
         self._core = _Core(cache)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
+        # Before anything can quote them (httpx's "Illegal header value", an
+        # error body echoing the request): every credential header is a secret.
+        register_headers(request.headers.multi_items())
         body = request.read()
         cache, key, facts, answer = self._core.consult(request, body)
         if answer is not None:
@@ -933,6 +940,7 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
         self._core = _Core(cache)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        register_headers(request.headers.multi_items())  # as in CacheTransport
         body = await request.aread()
         # SQLite lookups take microseconds: run inline rather than in a thread.
         cache, key, facts, answer = self._core.consult(request, body)

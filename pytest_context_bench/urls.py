@@ -12,16 +12,20 @@ anywhere. It drops
 argument, an exception message).
 
 API keys: :func:`pytest_context_bench.keys.clean_api_key` is the one place a key is
-read, and registers it (:func:`register_secret`). :func:`redact` replaces every registered
-key (and every ``Bearer`` token) in a piece of text, whatever library wrote it; it
-is applied to every error message the plugin stores (rows) or prints (pytest's
-failure text, JUnit).
+read, and registers it (:func:`register_secret`); the cache transports register the
+value of every credential header of each request before sending it
+(:func:`register_headers`), whatever SDK or System set it. :func:`redact` replaces
+every registered secret (and every ``Bearer`` token) in a piece of text, whatever
+library wrote it; it is applied to every error message the plugin stores (rows) or
+prints (pytest's failure text, JUnit), and (registered secrets only) to the
+responses the reports show.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Iterable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
@@ -30,8 +34,10 @@ __all__ = [
     "redact",
     "redact_secrets",
     "redact_urls",
+    "register_headers",
     "register_secret",
     "safe_url",
+    "secret_header",
     "secret_name",
 ]
 
@@ -155,25 +161,59 @@ _BEARER = re.compile(r"(?i)\b(bearer)(\s+|\\t|%20)[^\s'\"<>,;)\]}]+")
 
 
 def register_secret(value: str) -> None:
-    """Redact ``value`` (and its escaped spellings) from every text :func:`redact`
-    sees from now on, in this process. Values under 8 characters are ignored."""
-    value = value.strip()
-    if len(value) < _MIN_SECRET:
+    """Redact ``value`` from every text :func:`redact` sees from now on, in this
+    process: stripped, and in the ``repr`` and bytes-``repr`` spellings of both the
+    stripped and the raw value (``b'KEY\\n'`` goes whole). Values under 8 characters
+    (stripped) are ignored: replacing them would garble ordinary words."""
+    plain = value.strip()
+    if len(plain) < _MIN_SECRET:
         return
-    forms = {value, repr(value)[1:-1], repr(value.encode("utf-8", "replace"))[2:-1]}
+    forms = {plain}
+    for each in {plain, value}:
+        forms.add(repr(each)[1:-1])
+        forms.add(repr(each.encode("utf-8", "replace"))[2:-1])
     with _SECRETS_LOCK:
-        _SECRETS.update(f for f in forms if len(f) >= _MIN_SECRET)
+        _SECRETS.update(forms)
 
 
-def redact_secrets(text: str) -> str:
-    """``text`` with every registered secret and every ``Bearer`` token replaced by
-    ``***``."""
+#: A request header carries a credential when its lower-cased name contains one of
+#: these (``authorization``, ``proxy-authorization``, ``api-key``, ``x-api-key``,
+#: ``x-goog-api-key``, ``x-auth-token``, ``cookie``...), unless it is one of
+#: :data:`PLAIN_HEADERS`.
+SECRET_HEADER_PARTS = ("auth", "key", "token", "secret", "password", "cookie")
+#: Headers whose names match but that carry no credential: a fresh id per request.
+PLAIN_HEADERS = frozenset({"idempotency-key", "x-idempotency-key"})
+
+
+def secret_header(name: str) -> bool:
+    """True when a request header called ``name`` carries a credential (see
+    :data:`SECRET_HEADER_PARTS`)."""
+    name = name.strip().lower()
+    return name not in PLAIN_HEADERS and any(p in name for p in SECRET_HEADER_PARTS)
+
+
+def register_headers(headers: Iterable[tuple[str, str]]) -> None:
+    """:func:`register_secret` the value of every credential header
+    (:func:`secret_header`) of a request about to be sent, and the credential of a
+    value with a scheme (``Basic <credential>``, ``token <credential>``)."""
+    for name, value in headers:
+        if secret_header(name):
+            register_secret(value)
+            _scheme, _, credential = value.strip().partition(" ")
+            if credential:
+                register_secret(credential)
+
+
+def redact_secrets(text: str, bearer: bool = True) -> str:
+    """``text`` with every registered secret and (``bearer``) every ``Bearer``
+    token replaced by ``***``. A model's answer is redacted with ``bearer=False``:
+    only the registered secrets go, so "the bearer of" stays prose."""
     with _SECRETS_LOCK:
         secrets = sorted(_SECRETS, key=len, reverse=True)
     for secret in secrets:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    if "earer" in text or "EARER" in text:
+    if bearer and ("earer" in text or "EARER" in text):
         text = _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
     return text
 
