@@ -447,6 +447,33 @@ def _ratio_diff(after: float, before: float) -> float:
     return after - before
 
 
+def _swap_p(cols: list[list[float]], n_resamples: int, rng: random.Random) -> tuple[float, float]:
+    """Randomisation p-values ``(p_lower, p_higher)`` of the ratio difference: under
+    "no change" an example's two sides are alike, so swapping them (each example
+    with probability 1/2) leaves the distribution unchanged; ``(1 + #{T* <= T}) /
+    (1 + B)`` is then a valid p-value at any ``B``, at any number of examples (the
+    percentile bootstrap it replaces cried wolf 8-9% of the time at 10 examples)."""
+    bn, bd, an, ad = cols
+    n = len(bn)
+    tbn, tbd, tan, tad = (math.fsum(c) for c in cols)
+    dnum = [a - b for a, b in zip(an, bn)]
+    dden = [a - b for a, b in zip(ad, bd)]
+
+    def diff(snum: float, sden: float) -> float:
+        return _ratio_diff(_ratio(tan - snum, tad - sden), _ratio(tbn + snum, tbd + sden))
+
+    observed = diff(0.0, 0.0)
+    getrandbits = rng.getrandbits
+    at_most = at_least = 0
+    for _ in range(n_resamples):
+        bits = getrandbits(n)
+        picked = [i for i in range(n) if (bits >> i) & 1]
+        t = diff(math.fsum([dnum[i] for i in picked]), math.fsum([dden[i] for i in picked]))
+        at_most += t <= observed
+        at_least += t >= observed
+    return (1 + at_most) / (1 + n_resamples), (1 + at_least) / (1 + n_resamples)
+
+
 def paired_ratio_test(
     before_num: Sequence[float],
     before_den: Sequence[float],
@@ -461,10 +488,10 @@ def paired_ratio_test(
     """Paired bootstrap of a ratio of sums, e.g. cost of pass = tokens / passes.
 
     The statistic of a side is ``sum(num) / sum(den)`` (``inf`` when the denominator
-    sums to 0). Example indices are resampled with replacement, the same indices on
-    both sides; the interval is the percentile interval of the ratio difference and
-    the p-values are percentile-bootstrap p-values (share of replicates on the other
-    side of 0, ``+1``-corrected).
+    sums to 0). The p-values are those of the paired swap test (each example's two
+    sides swapped at random, :func:`_swap_p`), exact under "no change"; the interval
+    is the percentile paired bootstrap of the ratio difference (example indices
+    resampled with replacement, the same indices on both sides).
 
     :param before_num: per-example numerators of the reference side.
     :param before_den: per-example denominators of the reference side.
@@ -499,7 +526,7 @@ def paired_ratio_test(
         )
     boot.sort()
     ci_low, ci_high = _interval(boot, confidence)
-    p_lower, p_higher = _bootstrap_p(boot)
+    p_lower, p_higher = _swap_p(cols, n_resamples, random.Random(f"ctxbench-swap|{seed}"))
     return PairedResult(
         test=test,
         n=n,
@@ -606,7 +633,7 @@ def _p(p: float) -> str:
 _TEST_NAMES: dict[str, str] = {
     "mcnemar-exact": "exact McNemar test",
     "paired-bootstrap": "sign-flip test (paired bootstrap interval)",
-    "paired-bootstrap-ratio": "paired bootstrap of the ratio",
+    "paired-bootstrap-ratio": "swap test of the ratio (paired bootstrap interval)",
     "bootstrap-vs-reference": "bootstrap against the baseline's mean",
 }
 

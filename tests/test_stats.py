@@ -361,7 +361,7 @@ def test_result_is_a_plain_frozen_dataclass() -> None:
 
 
 def test_summary_interval_of_a_rate_is_wilsons_and_never_a_point() -> None:
-    from pytest_context_bench.stats import summary_interval, t_quantile, wilson_interval
+    from pytest_context_bench.stats import summary_interval, wilson_interval
 
     # Newcombe's method 4 (continuity-corrected Wilson), his worked examples
     # (Statistics in Medicine 1998, table I): 81/263 -> 0.2535 to 0.3682, 0/20 -> 0
