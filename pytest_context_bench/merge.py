@@ -12,7 +12,10 @@ Refused, each in one :class:`~pytest_context_bench.errors.ConfigError` line nami
 the file: an unreadable, empty, truncated or non-JSON file; a baseline file; a
 report of a newer schema; a report that is not a shard; shards of different runs
 (datasets, options, selection, shard count, package version); a missing or a
-duplicated shard; an example present in two shards; an interrupted or partial shard.
+duplicated shard; an example present in two shards; an interrupted or partial shard;
+a row whose money is negative, not finite or not a number, or rows whose money does
+not add up to their shard's total (an edited file: see
+:func:`~pytest_context_bench.report.rows.money_total_problem`).
 """
 
 from __future__ import annotations

@@ -69,7 +69,13 @@ def from_json_safe(value: Any) -> float:
         return _NONFINITE[value]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"expected a number or 'inf'/'-inf'/'nan', got {value!r}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:  # an integer of more than ~308 digits
+        digits = len(str(abs(int(value))))
+        raise ValueError(
+            f"expected a number a float can hold, got an integer of {digits} digits"
+        ) from None
 
 
 def float_map(mapping: Any, what: str) -> dict[str, float]:

@@ -276,3 +276,194 @@ def test_a_step_summary_naming_a_marked_tests_dataset_is_refused(
     assert result.ret == 0, result.stdout.str()
     assert "the Markdown summary is not appended to it" in result.stdout.str()
     assert (project.path / "qa.jsonl").read_bytes() == before
+
+
+# --- $GITHUB_STEP_SUMMARY on what is not a regular file, or on code (issue 38) ----
+
+
+def _one_refusal(result: pytest.RunResult) -> str:
+    """The run went on (exit 0) and said once why it appended no step summary."""
+    out = result.stdout.str()
+    assert result.ret == 0, out + result.stderr.str()
+    assert out.count("$GITHUB_STEP_SUMMARY=") == 1, out
+    assert "the Markdown summary is not appended to it" in out, out
+    return " ".join(out.split())
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "xdist2"])
+def test_a_step_summary_on_a_fifo_is_never_opened_and_the_run_ends(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A FIFO with no reader: opening it to append would block the run forever,
+    after its closing line. A subprocess, so that a hang is a timeout, not a hang."""
+    fifo = project.path / "summary.fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(fifo))
+    result = project.runpytest_subprocess(
+        "--ctxbench-dataset=qa.jsonl",
+        *RUN,
+        "--ctxbench-json=out.json",
+        *(["-n", "2"] if mode == "xdist2" else []),
+        timeout=120,
+    )
+    out = _one_refusal(result)
+    assert "is a FIFO (named pipe), not a regular file" in out, out
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+    assert (project.path / "out.json").read_text().rstrip().endswith("}")
+
+
+@pytest.mark.parametrize("target", ["directory", "device"])
+def test_a_step_summary_on_a_directory_or_a_device_is_refused(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    path = {"directory": str(project.path / "sub"), "device": "/dev/null"}[target]
+    (project.path / "sub").mkdir()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", path)
+    out = _one_refusal(project.runpytest("--ctxbench-dataset=qa.jsonl", *RUN))
+    kind = {"directory": "a directory", "device": "a character device"}[target]
+    assert f"is {kind}, not a regular file" in out, out
+    assert os.listdir(project.path / "sub") == []
+
+
+CONFTEST_PY = """
+import pytest
+
+@pytest.fixture
+def unused():
+    return 1
+"""
+
+
+@pytest.mark.parametrize(
+    "target, mode",
+    [
+        ("system", "inprocess"),
+        ("conftest", "inprocess"),
+        ("conftest", "xdist2"),
+        ("ini", "inprocess"),
+        ("hardlink", "inprocess"),
+    ],
+)
+def test_a_step_summary_naming_code_or_config_the_run_reads_is_refused(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, target: str, mode: str
+) -> None:
+    """The --ctxbench-system module, a conftest.py, pytest's ini file: appending
+    the summary would change the code and configuration of the next run."""
+    project.makeconftest(CONFTEST_PY)
+    project.makefile(".ini", pytest="[pytest]\npythonpath = .\n")
+    name = {
+        "system": "systems.py",
+        "conftest": "conftest.py",
+        "ini": "pytest.ini",
+        "hardlink": "summary.md",  # the System's module under another name
+    }[target]
+    if target == "hardlink":
+        os.link(project.path / "systems.py", project.path / name)
+    before = {p.name: p.read_bytes() for p in project.path.iterdir() if p.is_file()}
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(project.path / name))
+    out = _one_refusal(
+        project.runpytest_subprocess(
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            *(["-n", "2"] if mode == "xdist2" else []),
+            timeout=120,
+        )
+    )
+    said = {
+        "system": "is the source of the module 'systems'",
+        "hardlink": "is the source of the module 'systems'",
+        "conftest": "is a conftest.py pytest loaded",
+        "ini": "is pytest's configuration file",
+    }[target]
+    assert said in out, out
+    for p, data in before.items():
+        assert (project.path / p).read_bytes() == data, p
+
+
+MYSYS_PY = """
+class Echo:
+    name = "echo"
+    def process(self, example):
+        return {**example, "response": str(example["answer"])}
+"""
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "xdist2"])
+def test_a_step_summary_naming_a_marked_tests_system_module_is_refused(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """The System's module is imported by the test module only: under -n 2 only
+    the workers import it, and the controller, which writes the summary, hears of
+    it from them."""
+    project.makepyfile(
+        mysys=MYSYS_PY,
+        test_marked="""
+        import pytest
+        from mysys import Echo
+
+        @pytest.fixture
+        def ctxbench_system():
+            return Echo()
+
+        @pytest.mark.ctxbench(dataset="qa.jsonl")
+        def test_qa(ctxbench_example, ctxbench_record, ctxbench_system):
+            ctxbench_record.run(ctxbench_system)
+        """,
+    )
+    before = (project.path / "mysys.py").read_bytes()
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(project.path / "mysys.py"))
+    out = _one_refusal(
+        project.runpytest_subprocess(
+            "-p",
+            "no:randomly",
+            *(["-n", "2"] if mode == "xdist2" else []),
+            timeout=120,
+        )
+    )
+    assert "is the source of the module 'mysys'" in out, out
+    assert (project.path / "mysys.py").read_bytes() == before
+
+
+MERGE = (
+    "import sys; from pytest_context_bench.cli import main;"
+    " sys.exit(main(sys.argv[1:]))"
+)
+
+
+@pytest.mark.parametrize("target", ["fifo", "shard"])
+def test_merge_never_appends_its_step_summary_to_a_fifo_or_a_shard(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    import subprocess
+    import sys
+
+    for i in (1, 2):
+        done = project.runpytest(
+            "--ctxbench-dataset=qa.jsonl",
+            *RUN,
+            f"--ctxbench-shard={i}/2",
+            f"--ctxbench-json=s{i}.json",
+        )
+        assert done.ret == 0, done.stdout.str()
+    path = project.path / ("summary.fifo" if target == "fifo" else "s1.json")
+    if target == "fifo":
+        os.mkfifo(path)
+    before = (project.path / "s1.json").read_bytes()
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": str(path)}
+    merged = subprocess.run(
+        [sys.executable, "-c", MERGE, "merge", "s1.json", "s2.json"],
+        cwd=project.path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    err = " ".join(merged.stderr.split())
+    said = "is a FIFO (named pipe), not a regular file" if target == "fifo" else (
+        "is one of the shards"
+    )
+    assert f"ctxbench merge: warning: $GITHUB_STEP_SUMMARY={path} {said}" in err, err
+    assert "the Markdown summary is not appended to it" in err
+    assert (project.path / "s1.json").read_bytes() == before

@@ -181,14 +181,51 @@ def _html(doc: dict[str, Any]) -> str:
 
 
 def _append(path: Path, text: str) -> None:
-    """GitHub's step summary is appended to, as its docs ask."""
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(text + "\n")
+    """GitHub's step summary is appended to, as its docs ask; never blocking, and
+    only to a regular file."""
+    from .._files import append_regular
+
+    append_regular(path, text + "\n")
 
 
 def _step_summary(args: argparse.Namespace) -> str | None:
+    """``$GITHUB_STEP_SUMMARY``, unless ``--ctxbench-no-step-summary``, or unless it
+    is not a regular file (a FIFO would block the merge forever; it is never
+    opened) or names a shard, the baseline or an output: then one warning on
+    stderr, and the merge goes on without it."""
     path = os.environ.get("GITHUB_STEP_SUMMARY")
-    return path if path and not args.no_step_summary else None
+    if not path or args.no_step_summary:
+        return None
+    from .._files import special_file
+
+    named = f"$GITHUB_STEP_SUMMARY={path}"
+    why = None
+    kind = special_file(path)
+    if kind is not None:
+        why = f"{named} is {kind}, not a regular file"
+    else:
+        real = Path(path).resolve()
+        files = [(p, "one of the shards") for p in args.shards]
+        if args.baseline is not None:
+            files.append((args.baseline, "the baseline (--ctxbench-baseline)"))
+        files += [
+            (getattr(args, dest), flag)
+            for dest, flag in _OUTPUTS
+            if getattr(args, dest) is not None
+        ]
+        why = next(
+            (f"{named} is {what}" for p, what in files if Path(p).resolve() == real),
+            None,
+        )
+    if why is None:
+        return path
+    print(
+        f"ctxbench merge: warning: {why}; the Markdown summary is not appended to it"
+        " (an output never overwrites an input). Point GITHUB_STEP_SUMMARY elsewhere"
+        " or pass --ctxbench-no-step-summary",
+        file=sys.stderr,
+    )
+    return None
 
 
 def _number(raw: str, flag: str, lo: float, hi: float, open_lo: bool) -> float:

@@ -309,7 +309,10 @@ def pytest_configure(config: pytest.Config) -> None:
         inputs = input_files(settings, cli_datasets)
         others = other_outputs(config)
         check_outputs(settings, inputs, others=others)
-        clash = step_summary_clash(settings, inputs, others)
+        # Its ini file, its conftest.py files and the modules imported so far (a
+        # --ctxbench-system's) are inputs too; what is imported later is checked
+        # at the end of the run (Controller.finish, and each xdist worker).
+        clash = step_summary_clash(settings, inputs, others, config)
         if clash is not None:
             config.issue_config_time_warning(CtxBenchWarning(clash), stacklevel=2)
             settings = dataclasses.replace(settings, step_summary=False)
@@ -716,6 +719,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             from .llmcache import BUDGET_KEY
 
             workeroutput[BUDGET_KEY] = state.calls.endpoints
+        raw = os.environ.get("GITHUB_STEP_SUMMARY")
+        if raw and state.settings.step_summary:
+            # The code this worker imported (a marked test's System module) is an
+            # input the controller, which never imports it, cannot see.
+            from .outputs import STEP_SUMMARY_KEY, code_clash
+
+            said = code_clash(session.config, raw)
+            if said is not None:
+                workeroutput[STEP_SUMMARY_KEY] = said
 
 
 @pytest.fixture

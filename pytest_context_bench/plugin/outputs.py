@@ -10,21 +10,43 @@ file the run writes at its end. Before anything runs, each one must
 - have a directory that exists (or can be created) and accepts a new file.
 
 Otherwise the run stops with one ``pytest.UsageError`` (exit 4) naming both options.
+
+``$GITHUB_STEP_SUMMARY`` (the environment's, not an option) is never appended to when
+it names an input, an output, a file that is not a regular file (a FIFO would block
+the run forever), or code and configuration the run reads (its ini file, a
+``conftest.py``, the source of a module it imported: a System's, a test's): one
+warning, and the run goes on (:func:`step_summary_clash`, :func:`code_clash`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+import types
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .._files import special_file
 from .options import BASELINE, DATA_DIR, DATASET, OUTPUT_OPTIONS, TOKENIZER, Settings
 
-__all__ = ["check_outputs", "input_files", "other_outputs", "step_summary_clash"]
+__all__ = [
+    "STEP_SUMMARY_KEY",
+    "check_outputs",
+    "code_clash",
+    "input_files",
+    "other_outputs",
+    "special_file",
+    "step_summary_clash",
+]
+
+
+#: ``config.workeroutput`` key: why an xdist worker found that
+#: ``$GITHUB_STEP_SUMMARY`` names code it imported (:func:`code_clash`).
+STEP_SUMMARY_KEY = "ctxbench_step_summary"
 
 
 def _real(path: Path) -> str:
@@ -170,13 +192,22 @@ def check_outputs(
             raise pytest.UsageError(f"{where}: {problem}")
 
 
+_REFUSED = (
+    "; the Markdown summary is not appended to it (an output never overwrites an"
+    " input). Point GITHUB_STEP_SUMMARY elsewhere or pass --ctxbench-no-step-summary"
+)
+
+
 def step_summary_clash(
     settings: Settings,
     inputs: Iterable[tuple[str, Path]],
     others: Iterable[tuple[str, Path]] = (),
+    config: pytest.Config | None = None,
 ) -> str | None:
     """Why the Markdown summary must not be appended to ``$GITHUB_STEP_SUMMARY``
-    (None: it may): that file is an input of the run, or the file of an output.
+    (None: it may): that path is not a regular file, or it is an input of the run,
+    the file of an output, or (given ``config``) code or configuration the run
+    reads (:func:`code_clash`).
 
     The variable is the environment's, not the user's flag: the caller warns and
     the run goes on without the step summary.
@@ -184,19 +215,24 @@ def step_summary_clash(
     raw = os.environ.get("GITHUB_STEP_SUMMARY")
     if not raw or not settings.step_summary:
         return None
-    real = _real(Path(raw))
     named = f"$GITHUB_STEP_SUMMARY={raw}"
-    refused = (
-        "; the Markdown summary is not appended to it (an output never overwrites an"
-        " input). Point GITHUB_STEP_SUMMARY elsewhere or pass"
-        " --ctxbench-no-step-summary"
-    )
+    kind = special_file(raw)
+    if kind is not None:
+        return (
+            f"{named} is {kind}, not a regular file; the Markdown summary is not"
+            " appended to it (it is never opened: a FIFO with no reader would block"
+            " the run forever). Point GITHUB_STEP_SUMMARY at a file or pass"
+            " --ctxbench-no-step-summary"
+        )
+    real = _real(Path(raw))
     for where, path in inputs:
         if _real(path) == real:
-            return f"{named} is the input file of {where} ({real}){refused}"
+            return f"{named} is the input file of {where} ({real}){_REFUSED}"
     if _in_data_dir(settings, real):
         where = settings.where.get(DATA_DIR.dest, DATA_DIR.flag)
-        return f"{named} is a file of {where} ({settings.data_dir}), an input{refused}"
+        return (
+            f"{named} is a file of {where} ({settings.data_dir}), an input{_REFUSED}"
+        )
     ours = [
         (settings.where.get(opt.dest, opt.flag), settings.outputs[opt.dest])
         for opt in OUTPUT_OPTIONS
@@ -208,5 +244,67 @@ def step_summary_clash(
                 f"{named} is the file of {where} ({real}); the Markdown summary is not"
                 " appended to it. Point GITHUB_STEP_SUMMARY elsewhere or pass"
                 " --ctxbench-no-step-summary"
+            )
+    return code_clash(config, raw) if config is not None else None
+
+
+def _same(a: str, b: os.stat_result) -> bool:
+    try:
+        st = os.stat(a)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (b.st_dev, b.st_ino)
+
+
+def code_clash(config: pytest.Config, raw: str) -> str | None:
+    """Why ``$GITHUB_STEP_SUMMARY=raw`` is code or configuration this process's run
+    reads (None: it is not): pytest's configuration file (``config.inipath``: a
+    ``pytest.ini``, ``pyproject.toml``, ``tox.ini``, ``setup.cfg``), a
+    ``conftest.py`` pytest loaded, or the source file of a module imported in this
+    process (a ``--ctxbench-system`` module, the module of a marked test's or a
+    fixture's System, a test module, a plugin).
+
+    A path that does not exist is none of them. Files are compared by identity
+    (device and inode, symlinks followed); a module is looked at only when its
+    file's name is the summary's (or its target's), or when the summary has other
+    hard links, so the check costs a few ``stat`` calls. Under xdist each worker
+    checks its own imports at its session's finish and tells the controller
+    (``workeroutput``).
+    """
+    try:
+        target = os.stat(raw)
+    except OSError:
+        return None
+    named = f"$GITHUB_STEP_SUMMARY={raw}"
+    real = _real(Path(raw))
+    inipath = config.inipath
+    if inipath is not None and _same(str(inipath), target):
+        return (
+            f"{named} is pytest's configuration file ({real}), read by this run"
+            f"{_REFUSED}"
+        )
+    names = {os.path.basename(raw), os.path.basename(real)}
+    # A hard link to a module may have any name: then every module is looked at.
+    any_name = target.st_nlink > 1
+    for plugin in config.pluginmanager.get_plugins():
+        file = getattr(plugin, "__file__", None)
+        if (
+            isinstance(plugin, types.ModuleType)
+            and isinstance(file, str)
+            and os.path.basename(file) == "conftest.py"
+            and ("conftest.py" in names or any_name)
+            and _same(file, target)
+        ):
+            return f"{named} is a conftest.py pytest loaded ({real}){_REFUSED}"
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if (
+            isinstance(file, str)
+            and (any_name or os.path.basename(file) in names)
+            and _same(file, target)
+        ):
+            return (
+                f"{named} is the source of the module {name!r} ({real}), code"
+                f" this run imported (a System's, a test's or a plugin's){_REFUSED}"
             )
     return None

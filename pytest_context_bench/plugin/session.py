@@ -20,6 +20,7 @@ from .._text import inert
 from .llmcache import BUDGET_KEY, UNATTRIBUTED_KEY
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
 from .options import GATE_PARTIAL, Settings
+from .outputs import STEP_SUMMARY_KEY
 from .transport import REPORT_ATTR, WIRE_VERSION, read_payload
 
 if TYPE_CHECKING:
@@ -115,6 +116,11 @@ class Controller:
         #: endpoint -> its adaptive call budget, summed over the processes that
         #: called it (concurrency.EndpointBudget.summary)
         self.budgets: dict[str, dict[str, int]] = {}
+        #: why an xdist worker found that $GITHUB_STEP_SUMMARY names code it imported
+        self.worker_step_summary: str | None = None
+        #: why the step summary was refused at the end of the run (warned once, at
+        #: session finish), or None
+        self.step_summary_refused: str | None = None
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         # Under xdist the workers' collection reports are replayed here.
@@ -135,6 +141,15 @@ class Controller:
                 warnings.warn(CtxBenchWarning(UNATTRIBUTED_FIX), stacklevel=1)
             except Warning:
                 pass  # -W error: the summary line says it; the run must not crash
+        if self.step_summary_refused is not None:
+            import warnings
+
+            try:
+                warnings.warn(
+                    CtxBenchWarning(self.step_summary_refused), stacklevel=1
+                )
+            except Warning:
+                pass  # -W error: nothing was appended; the run must not crash
 
     def add_manifest(self, manifest: Any) -> None:
         if isinstance(manifest, dict):
@@ -150,6 +165,9 @@ class Controller:
         if isinstance(loose, list):
             self.unattributed.extend(e for e in loose if isinstance(e, dict))
         self.add_budgets(output.get(BUDGET_KEY))
+        said = output.get(STEP_SUMMARY_KEY)
+        if isinstance(said, str) and self.worker_step_summary is None:
+            self.worker_step_summary = said
 
     def add_budgets(self, budgets: Any) -> None:
         """Add a process's endpoint budgets: each figure is summed over the
@@ -397,6 +415,7 @@ class Controller:
             why_not=self._why_not(),
             partial=self.partial_suites,
         )
+        self._check_step_summary(session.config)
         if (
             self.settings.json_path is not None
             or self.settings.save_baseline is not None
@@ -409,6 +428,22 @@ class Controller:
                 # An output that was asked for and not written fails the run (the
                 # table and the reason still print).
                 session.testsfailed += 1
+
+    def _check_step_summary(self, config: pytest.Config) -> None:
+        """Refuse, at the end, a ``$GITHUB_STEP_SUMMARY`` that names code imported
+        since the start (a test module, a marked test's or a fixture's System: in
+        this process, or in an xdist worker) or that is no longer a regular file."""
+        if self._step_summary() is None:
+            return
+        import dataclasses
+
+        from .outputs import step_summary_clash
+
+        said = step_summary_clash(self.settings, (), (), config)
+        said = said or self.worker_step_summary
+        if said is not None:
+            self.settings = dataclasses.replace(self.settings, step_summary=False)
+            self.step_summary_refused = said
 
     def _step_summary(self) -> Path | None:
         """GitHub Actions' step summary file, unless --ctxbench-no-step-summary."""
@@ -439,9 +474,11 @@ class Controller:
                 self.view_errors.append(message)
         summary = self._step_summary()
         if summary is not None and markdown is not None:
+            from .._files import append_regular
+
             try:
-                with open(summary, "a", encoding="utf-8") as fh:
-                    fh.write(markdown + "\n")
+                # Never blocks: a FIFO that appeared since the check is not waited on.
+                append_regular(summary, markdown + "\n")
             except OSError as exc:
                 message = f"could not append to $GITHUB_STEP_SUMMARY ({summary}): {exc.strerror or exc}"
                 self.view_errors.append(message)

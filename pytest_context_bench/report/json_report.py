@@ -106,8 +106,11 @@ def load_report(
     version, valid against ``report.schema.json``, and its rows must keep the
     invariants of :func:`pytest_context_bench.report.rows.row_problem` (each row's
     suite listed in ``suites``, non-empty string ids, finite scores, no duplicated
-    row) and :func:`~pytest_context_bench.report.rows.status_problem` (each row's
-    status is the one its error, scores and its suite's threshold give).
+    row, money null or a finite number >= 0) and
+    :func:`~pytest_context_bench.report.rows.status_problem` (each row's status is
+    the one its error, scores and its suite's threshold give); the rows' money must
+    add up to the run's total in ``llm.money``
+    (:func:`~pytest_context_bench.report.rows.money_total_problem`).
 
     :param path: the file.
     :param role: what the file is to the caller, first in every message (``shard``).
@@ -118,7 +121,7 @@ def load_report(
     from jsonschema.exceptions import best_match
 
     from ..baseline import BASELINE_KIND
-    from .rows import row_problem, status_problem
+    from .rows import money_total_problem, row_problem, status_problem
 
     p = Path(path)
 
@@ -190,4 +193,7 @@ def load_report(
         )
         if problem is not None:
             raise bad(f"rows[{i}] {problem}")
+    problem = money_total_problem(doc["rows"], doc.get("llm"))
+    if problem is not None:
+        raise bad(problem)
     return doc

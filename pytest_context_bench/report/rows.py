@@ -7,7 +7,25 @@ from typing import Any
 
 from ..metrics.scores import VERDICT_KEYS, score_passes
 
-__all__ = ["below_text", "row_problem", "row_status", "status_problem"]
+__all__ = [
+    "MONEY_KEYS",
+    "below_text",
+    "money_total_problem",
+    "row_problem",
+    "row_status",
+    "status_problem",
+]
+
+#: A row's money (``metadata``): US dollars, ``None`` when unknown (a model without
+#: a price, a reply whose usage could not be read), never negative.
+MONEY_KEYS = ("cost_usd", "judge_cost_usd", "saved_usd", "judge_saved_usd")
+
+#: How far a row's money may differ from what the file says it adds up to: the
+#: rounding of a sum taken in another order.
+_MONEY_REL_TOL = 1e-6
+_MONEY_ABS_TOL = 1e-12
+
+_EDITED = "(was the file edited or corrupted? re-run to write it again)"
 
 
 def row_status(
@@ -80,6 +98,92 @@ def _count(value: Any) -> bool:
     return type(value) is int and value >= 0
 
 
+def _finite(value: Any) -> bool:
+    """A JSON number that is a finite float: not a bool, not NaN or infinite, and
+    not an integer too large for a float (``10**400``, which ``float()`` and
+    ``math.isfinite`` refuse with ``OverflowError``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut to 40 characters (an integer of 4,000 digits is named
+    by its size)."""
+    text = repr(value)
+    if len(text) <= 40:
+        return text
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{text[:12]}... (an integer of {len(text.lstrip('-'))} digits)"
+    return text[:37] + "..."
+
+
+def _dollars(value: Any) -> bool:
+    """A dollar figure as this plugin writes it: a finite number >= 0 (not a bool)."""
+    return _finite(value) and value >= 0
+
+
+def _money_problem(metadata: dict[str, Any]) -> str | None:
+    for key in MONEY_KEYS:
+        value = metadata.get(key)
+        if key in metadata and value is not None and not _dollars(value):
+            what = "a negative amount" if _finite(value) else "not a finite number"
+            return (
+                f"has metadata.{key} {_shown(value)}, {what}; a row's money is US"
+                f" dollars >= 0, or null when unknown {_EDITED}"
+            )
+    return None
+
+
+def money_total_problem(rows: list[Any], llm: Any) -> str | None:
+    """What contradicts the run's money in a JSON report (``None``: nothing): the
+    rows' ``metadata.cost_usd`` (and ``judge_cost_usd``), over the rows that
+    measured LLM usage, plus the requests no row owns (``llm.unattributed``), must
+    add up to the ``llm.money`` total the run wrote, as the run computed it. A row
+    whose money was lowered (to 0, say) without the total fails here.
+
+    Nothing is checked when the file holds no total, or an unknown one (a model
+    without a price); the rows are checked one by one by :func:`row_problem`.
+    """
+    money = llm.get("money") if isinstance(llm, dict) else None
+    if not isinstance(money, dict):
+        return None
+    loose = llm.get("unattributed") if isinstance(llm, dict) else None
+    for key, usage in (("cost_usd", "llm_usage"), ("judge_cost_usd", "judge_usage")):
+        total: Any = money.get(key)
+        if not _dollars(total):
+            continue  # unknown (a model without a price): nothing to add up to
+        parts: list[float] = []
+        for row in rows:
+            md = row.get("metadata") if isinstance(row, dict) else None
+            if not isinstance(md, dict) or not isinstance(md.get(usage), dict):
+                continue  # the run's total counts only rows that measured usage
+            value: Any = md.get(key)
+            if not _dollars(value):
+                parts = []
+                break  # an unknown part: the sum is unknown, so is the check
+            parts.append(float(value))
+        else:
+            if key == "cost_usd" and isinstance(loose, dict) and "cost_usd" in loose:
+                extra: Any = loose["cost_usd"]
+                if not _dollars(extra):
+                    continue
+                parts.append(float(extra))
+            found = math.fsum(parts)
+            if not math.isclose(
+                found, float(total), rel_tol=_MONEY_REL_TOL, abs_tol=_MONEY_ABS_TOL
+            ):
+                return (
+                    f"its rows' metadata.{key} add up to ${found:.6g}, but"
+                    f" llm.money.{key} (the run's total) is ${float(total):.6g}:"
+                    f" money was changed after the run wrote it {_EDITED}"
+                )
+    return None
+
+
 def row_problem(
     raw: dict[str, Any],
     suites: set[str] | None = None,
@@ -93,7 +197,8 @@ def row_problem(
     ``suite`` (one of ``suites`` when given), ``system`` and ``example_id``; a string
     ``dataset``; ``scores`` an object of finite numbers; token counts non-negative
     integers; ``error`` null or an object, set exactly when ``status`` is
-    ``"error"``; ``metadata.trial`` (when present) an integer >= 0; and (with
+    ``"error"``; ``metadata.trial`` (when present) an integer >= 0; the row's money
+    (:data:`MONEY_KEYS`, when present) null or a finite number >= 0; and (with
     ``seen``, the keys of the rows before, filled in) no two rows of one suite, dataset,
     example id and trial.
     """
@@ -129,12 +234,8 @@ def _problem(raw: dict[str, Any], suites: set[str] | None) -> str | None:
     if not isinstance(scores, dict):
         return "has no 'scores' object"
     for name, value in scores.items():
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-        ):
-            return f"has score {name!r} = {value!r}; expected a finite number"
+        if not _finite(value):
+            return f"has score {name!r} = {_shown(value)}; expected a finite number"
     for key in ("input_tokens", "output_tokens"):
         if key in raw and not _count(raw[key]):
             return f"has {key} {raw[key]!r}; expected an integer >= 0"
@@ -155,4 +256,6 @@ def _problem(raw: dict[str, Any], suites: set[str] | None) -> str | None:
         and not _count(metadata["trial"])
     ):
         return f"has trial {metadata['trial']!r}; expected an integer >= 0"
+    if isinstance(metadata, dict):
+        return _money_problem(metadata)
     return None
