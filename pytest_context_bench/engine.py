@@ -29,7 +29,15 @@ from .inputs import check_unique_names, load_examples as _examples
 from .inputs import prepare_run, primary_score_field as _primary_for
 from .outcome import EvalResult
 from .results import EvalRow, is_token_count
-from .calls import CallScope, call_scope, evaluator_source, record_io, serving
+from .calls import (
+    CallScope,
+    call_scope,
+    current_call,
+    evaluator_source,
+    record_io,
+    serving,
+)
+from .netguard import REFUSED_TYPE, watching
 from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
 from .types import Evaluator, Metric
 
@@ -124,19 +132,25 @@ def _processed(
 def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
     __tracebackhide__ = True  # pytest shows the System's frames, not ours
     # In flight while it runs (in a runner's thread too): a request from a thread
-    # the System starts finds its owner (calls.call_owner).
-    with serving():
+    # the System starts finds its owner (calls.call_owner). Connections it opens
+    # past the cache are watched (netguard: refused in replay mode).
+    with serving(), watching(_usage_of_call()):
         result, conversation = _invoke(system, example)
     return _processed(system, example, result, conversation)
 
 
 async def _call_system_async(system: Any, example: dict[str, Any]) -> dict[str, Any]:
     __tracebackhide__ = True
-    with serving():
+    with serving(), watching(_usage_of_call()):
         result, conversation = _invoke(system, example, prefer_async=True)
         if inspect.isawaitable(result):
             result = await result
     return _processed(system, example, result, conversation)
+
+
+def _usage_of_call() -> list[dict[str, Any]] | None:
+    scope = current_call()
+    return None if scope is None else scope.usage
 
 
 @dataclass
@@ -525,6 +539,39 @@ def attach_usage(row: EvalRow, scope: CallScope) -> BaseException | None:
             if said in theirs
             else f"{said} ({raised_by}: {theirs})",
         }
+    return _bypassed(row, scope, raised)
+
+
+def _bypassed(
+    row: EvalRow, scope: CallScope, raised: BaseException | None
+) -> BaseException | None:
+    """Connections the System call opened past the cache (netguard): counted in
+    ``row.metadata`` (``refused_connections`` in replay mode,
+    ``bypassed_connections`` otherwise: address → how many); a refused one makes
+    the row an error naming it, whatever the System made of the exception."""
+    seen = [u for u in scope.usage if "bypass" in u]
+    if not seen:
+        return raised
+    refused = [u for u in seen if u.get("refused")]
+    counts: dict[str, int] = {}
+    for u in seen:
+        counts[str(u["bypass"])] = counts.get(str(u["bypass"]), 0) + 1
+    row.metadata["refused_connections" if refused else "bypassed_connections"] = counts
+    if not refused or (row.error is not None and row.error["type"] == REFUSED_TYPE):
+        return raised
+    exc = refused[0]["exception"]
+    said = str(exc)
+    if row.error is None:
+        row.error = _error(exc, "system")
+        raised = raised or exc
+    else:
+        theirs = f"{row.error['type']}: {row.error['message']}"
+        row.error = {
+            **row.error,
+            "type": REFUSED_TYPE,
+            "message": f"{said} (the row's error was {theirs})",
+        }
+    row.scores = {}
     return raised
 
 

@@ -35,11 +35,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .calls import CallLog, CallScope, call_scope
+from .calls import CallLog, CallScope, call_scope, current_call
 from .engine import attach_usage, score_processed
 from .errors import ConfigError, error_record
 from .importing import check_memory_system
 from .inputs import load_examples, prepare_run, primary_score_field
+from .netguard import watching
 from .outcome import EvalResult
 from .results import EvalRow
 from .tokens import count_fields, count_tokens, get_tokenizer
@@ -141,14 +142,22 @@ def _timed(
     """``fn()``'s value or the exception it raised, and how long it ran: here, or
     through ``runner`` (a :class:`~pytest_context_bench.concurrency.CallRunner`: its
     budget, rate limit and ``--ctxbench-timeout``, past which the error is a
-    ``CallTimeout``)."""
+    ``CallTimeout``). Connections it opens past the LLM cache are watched as a
+    System call's are (:func:`~pytest_context_bench.netguard.watching`)."""
+    scope = current_call()
+    usage = None if scope is None else scope.usage
+
+    def guarded() -> Any:
+        with watching(usage):
+            return fn()
+
     if runner is None:
         start = time.perf_counter()
         try:
-            return fn(), None, time.perf_counter() - start
+            return guarded(), None, time.perf_counter() - start
         except Exception as exc:  # noqa: BLE001 (the caller records it)
             return None, exc, time.perf_counter() - start
-    outcome = runner.call(fn, system=system)
+    outcome = runner.call(guarded, system=system)
     error = outcome.error
     if error is not None and not isinstance(error, Exception):
         raise error  # KeyboardInterrupt and the like end the run

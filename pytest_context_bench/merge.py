@@ -373,8 +373,10 @@ def merge_llm(shards: Sequence[Shard]) -> dict[str, Any] | None:
             ),
             **{
                 k: sum(int(c.get(k) or 0) for c in caches)
-                for k in ("hits", "misses", "replay_misses")
+                for k in ("hits", "misses", "replay_misses", "refused_connections",
+                          "bypassed_connections", "refused_examples")
             },
+            "bypass_addresses": _union(caches, "bypass_addresses")[:10],
         },
         "calls_sent": total(lambda sec: sec.get("calls_sent")),
         "tokens": {

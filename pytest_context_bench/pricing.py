@@ -273,7 +273,8 @@ def usage_summary(
     not be read (``bad_usage``: NaN, negative...) counts as a call whose tokens are
     unknown: ``bad_usage`` lists why, and the money is ``None``, never $0.
     """
-    entries = [e for e in entries if "error" not in e]
+    # A replay miss (error) and a connection past the cache (bypass) are no reply.
+    entries = [e for e in entries if "error" not in e and "bypass" not in e]
     if not entries:
         return None
     bad = [str(e["bad_usage"]) for e in entries if "bad_usage" in e]

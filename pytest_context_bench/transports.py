@@ -82,6 +82,7 @@ from .calls import (
     run_reports_unattributed,
     transcripts_mode,
 )
+from .netguard import ours
 from .results import is_token_count
 from .urls import register_headers
 from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
@@ -282,6 +283,12 @@ class _Core:
         self._said = False
         #: the httpx module the responses are made with (``httpx`` or ``httpx2``).
         self.http = http
+
+    @property
+    def caching(self) -> bool:
+        """False for a transport built with ``cache=None`` (metering only): its
+        requests bypass the cache, like a client that is not ours."""
+        return self._cache is not None
 
     def cache(self) -> LLMCache | None:
         cache = active_cache() if self._cache is _DEFAULT else self._cache
@@ -907,7 +914,9 @@ class CacheTransport(httpx.BaseTransport):
         if answer is not None:
             return answer
         try:
-            response = self.transport.handle_request(request)
+            # Our own connection (netguard): not one that bypasses the cache.
+            with ours(self._core.caching):
+                response = self.transport.handle_request(request)
         except BaseException as exc:
             self._core.failed(facts, exc)
             raise
@@ -947,7 +956,8 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
         if answer is not None:
             return answer
         try:
-            response = await self.transport.handle_async_request(request)
+            with ours(self._core.caching):
+                response = await self.transport.handle_async_request(request)
         except BaseException as exc:
             self._core.failed(facts, exc)
             raise

@@ -95,6 +95,8 @@ class State:
     reports_before: bool = False
     #: the transcripts mode before this run set its own (restored at unconfigure)
     transcripts_before: str = "off"
+    #: the connections allowed past the cache before this run (netguard)
+    allow_before: list[tuple[str, int]] | None = None
     #: the SIGTERM handler before ours (while ours is installed), see _on_sigterm
     sigterm_previous: Any = None
     sigterm_installed: bool = False
@@ -235,6 +237,11 @@ def pytest_configure(config: pytest.Config) -> None:
     state.reports_before = run_reports_unattributed(True)
     # Which rows keep the records of their LLM calls (transcripts.py).
     state.transcripts_before = transcripts_mode(settings.transcripts)
+    if settings.replay_allow:
+        # Addresses a System may connect to past the LLM cache (netguard.py).
+        from ..netguard import allow
+
+        state.allow_before = allow(settings.replay_allow)
     # Named datasets' loaders read these (in this process and in xdist workers, which
     # run pytest_configure too); restored at unconfigure.
     env = {
@@ -479,6 +486,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         run_reports_unattributed(state.reports_before)
         transcripts_mode(state.transcripts_before)
+        if state.allow_before is not None:
+            from ..netguard import allow
+
+            allow(state.allow_before)
     if state is not None and state.status is not None:
         state.status.finish()
         if config.pluginmanager.is_registered(state.status):

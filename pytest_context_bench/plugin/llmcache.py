@@ -19,7 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .options import CACHE, PRICE, Settings
+from .options import CACHE, PRICE, REPLAY_ALLOW, Settings
+
+#: a row's error type when a connection of its System call was refused in replay
+#: mode (netguard.REFUSED_TYPE; not imported: this module is loaded by every run)
+REFUSED_TYPE = "pytest_context_bench.netguard.ReplayConnectionRefused"
 
 if TYPE_CHECKING:
     # Imported where used: the cache imports sqlite3, and the plugin imports this
@@ -137,6 +141,7 @@ def llm_summary(
     calls.py); ``None`` when no LLM call was measured."""
     from ..pricing import usage_summary
 
+    unattributed = list(unattributed)
     loose = usage_summary(unattributed, settings.prices or {})
     totals = {
         "calls": 0,
@@ -152,8 +157,18 @@ def llm_summary(
     sources: dict[str, str] = {}
     misses = 0
     seen = False
+    # connections System calls opened past the cache (netguard): refused in replay
+    # mode, else made; how many, in how many rows, and to which addresses
+    past = {"refused_connections": 0, "bypassed_connections": 0}
+    refused_rows = 0
+    addresses: dict[str, None] = {}
     for row in rows:
         md = row.metadata
+        for key in past:
+            counts = md.get(key)
+            if isinstance(counts, dict) and counts:
+                past[key] += sum(int(n) for n in counts.values())
+                addresses.update(dict.fromkeys(map(str, counts)))
         for usage_key, cost_key, saved_key in (
             ("llm_usage", "cost_usd", "saved_usd"),
             ("judge_usage", "judge_cost_usd", "judge_saved_usd"),
@@ -174,8 +189,15 @@ def llm_summary(
                 elif settings.prices:
                     money[target] = math.nan
         error = row.error or {}
+        refused_rows += error.get("type") == REFUSED_TYPE
         if "cache miss in replay mode" in str(error.get("message", "")):
             misses += 1
+    for entry in unattributed:
+        # made from a System's own thread while several calls were watched
+        if "bypass" in entry:
+            refused = bool(entry.get("refused"))
+            past["refused_connections" if refused else "bypassed_connections"] += 1
+            addresses[str(entry["bypass"])] = None
     if loose is not None:
         seen = True
         for k in totals:
@@ -189,7 +211,7 @@ def llm_summary(
                 money[key] += float(value)
             elif settings.prices:
                 money[key] = math.nan
-    if not seen and not misses:
+    if not seen and not misses and not any(past.values()):
         return None
     out: dict[str, Any] = {
         "cache": {
@@ -200,6 +222,9 @@ def llm_summary(
             # misses: requests not answered from the cache (sent, or refused in replay)
             "misses": totals["calls"] + misses,
             "replay_misses": misses,
+            **past,
+            "refused_examples": refused_rows,
+            "bypass_addresses": list(addresses)[:_ADDRESSES],
         },
         "calls_sent": totals["calls"],
         "tokens": {
@@ -231,6 +256,10 @@ def llm_summary(
                 "provider": getattr(settings.prices, "provider", None),
             }
     return out
+
+
+#: addresses named in the summary and the JSON report at most
+_ADDRESSES = 10
 
 
 def auto_unknown(summary: dict[str, Any] | None, settings: Settings) -> str | None:
@@ -311,6 +340,7 @@ def summary_lines(
                 f" {b.get('ceiling')} (docs/concurrency.md, 'Adaptive budget')"
             )
             lines.append((text, {"yellow": True}))
+    lines.extend(_past_lines(c))
     if c["replay_misses"]:
         lines.append(
             (
@@ -362,4 +392,27 @@ def summary_lines(
                     {"yellow": True},
                 )
             )
+    return lines
+
+
+def _past_lines(c: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The lines on connections System calls opened past the cache (netguard)."""
+    where = ", ".join(c.get("bypass_addresses") or ())
+    fix = "build the client with http_client() so that its calls go through the cache"
+    lines: list[tuple[str, dict[str, Any]]] = []
+    if c.get("refused_connections"):
+        text = (
+            f"{c['refused_connections']} connection(s) refused in replay mode"
+            f" ({c['refused_examples']} example(s) errored; nothing was sent):"
+            f" {where}; {fix}, or allow the address with"
+            f" {REPLAY_ALLOW.flag}=HOST:PORT (docs/cache.md)"
+        )
+        lines.append((text, {"red": True}))
+    if c.get("bypassed_connections"):
+        text = (
+            f"{c['bypassed_connections']} connection(s) opened by System calls"
+            f" bypassed the LLM cache (not cached, not metered): {where}; {fix}"
+            " (docs/cache.md)"
+        )
+        lines.append((text, {"yellow": True}))
     return lines

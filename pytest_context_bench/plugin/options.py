@@ -365,6 +365,14 @@ CACHE_DIR = _opt(
     " pytest's cache directory (.pytest_cache/d/ctxbench)",
     "DIR",
 )
+REPLAY_ALLOW = _opt(
+    "replay-allow",
+    "list",
+    "Address a System may connect to itself while it runs, repeatable: HOST:PORT (a"
+    " local service such as a vector store). Other connections a System opens past"
+    " the LLM cache are refused in replay mode and counted in once and refresh",
+    "HOST:PORT",
+)
 PRICE = _opt(
     "price",
     "list",
@@ -479,6 +487,7 @@ OPTIONS: tuple[Option, ...] = (
     ALLOW_EMPTY,
     CACHE,
     CACHE_DIR,
+    REPLAY_ALLOW,
     PRICE,
     MAX_COST_USD,
     MAX_COST_OF_PASS_USD,
@@ -654,6 +663,8 @@ class Settings:
     #: LLM cache mode (cache.MODES) and the directory of its file (None: default)
     cache_mode: str = "once"
     cache_dir: Path | None = None
+    #: (host, port) a System may connect to past the cache (--ctxbench-replay-allow)
+    replay_allow: tuple[tuple[str, int], ...] = ()
     #: model → Price, from --ctxbench-price (a pricing.PriceTable: ``auto`` too)
     prices: dict[str, Any] = field(default_factory=dict)
     #: System calls in flight in the whole run (--ctxbench-concurrency); None: one
@@ -950,6 +961,7 @@ class Settings:
         return cls(
             cache_mode=cache_mode,
             cache_dir=cache_dir,
+            replay_allow=_replay_allow(get),
             prices=prices,
             concurrency=concurrency,
             rate_limit=rate_limit,
@@ -1120,6 +1132,22 @@ def _cache_settings(
     if prices.auto:
         _check_auto(prices, PRICE.where(from_cli))
     return mode, cache_dir, prices
+
+
+def _replay_allow(
+    get: Callable[[Option], tuple[Any, bool]],
+) -> tuple[tuple[str, int], ...]:
+    """--ctxbench-replay-allow's addresses, validated (HOST:PORT each)."""
+    values, from_cli = get(REPLAY_ALLOW)
+    out: list[tuple[str, int]] = []
+    for value in values:
+        from ..netguard import parse_address
+
+        try:
+            out.append(parse_address(str(value)))
+        except ValueError as exc:
+            raise pytest.UsageError(f"{REPLAY_ALLOW.where(from_cli)}: {exc}") from None
+    return tuple(dict.fromkeys(out))
 
 
 def _check_auto(prices: Any, where: str) -> None:
