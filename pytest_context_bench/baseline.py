@@ -45,6 +45,7 @@ from .metrics.scores import primary_field, score_passes
 from .report.rows import row_problem, status_problem
 from .report.run import Record, RunReport
 from .results import EvalRow, from_json_safe, json_safe
+from .stats import _p as _p_text  # the comparison's one p-value format
 from .stats import (
     format_number,
     N_RESAMPLES,
@@ -899,9 +900,6 @@ def _holm(suites: list[SuiteComparison], confidence: float) -> None:
             )
         s.metrics[i] = MetricComparison(m.suite, m.metric, m.then, m.now, m.result, m.tolerance, verdict, holm=(level, adjusted))
 
-
-def _p_text(p: float) -> str:
-    return f"{p:.2g}" if p < 0.001 else f"{p:.3f}"
 
 
 def adaptive_design(spec: Mapping[str, Any], base: list[Record]) -> Any:

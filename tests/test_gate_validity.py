@@ -305,3 +305,15 @@ def test_the_p_value_shown_is_the_one_the_gate_used(pytester: pytest.Pytester, m
     shown = f"one-sided p = {metric['p_value']:.3f}" if metric["p_value"] >= 0.001 else f"one-sided p = {metric['p_value']:.2g}"
     assert shown in text, text
     assert "intervals two-sided, gates one-sided" in text
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--ctxbench-familywise=bonferroni", "--ctxbench-baseline=b.json"],
+     "--ctxbench-familywise must be 'none' or 'holm', given: 'bonferroni'"),
+    (["--ctxbench-familywise=holm"], "--ctxbench-familywise needs --ctxbench-baseline=PATH"),
+])
+def test_a_bad_familywise_is_one_usage_error(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    pytester.makefile(".jsonl", qa=QA)
+    result = pytester.runpytest("--ctxbench-dataset=qa.jsonl", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str(), result.stderr.str()
