@@ -50,16 +50,18 @@ class RagApp:
     name = "rag"
     top_k = 3
 
-    def __init__(self, model: str | None = None) -> None:
+    def __init__(self, model: str | None = None, http_client: Any = None) -> None:
         self.model = model or os.environ.get("OPENAI_MODEL", "gpt-4o-mini")
+        # The HTTP client under the SDK (a cache, a meter, a rate limit), or the SDK's
+        # own when None.
+        self.http_client = http_client
         self._client: OpenAI | None = None
 
     @property
     def client(self) -> OpenAI:
         # Built on first use, in the process (xdist worker) that makes the calls.
-        # A caching or rate-limiting transport goes here: OpenAI(http_client=...).
         if self._client is None:
-            self._client = OpenAI(max_retries=2, timeout=60)
+            self._client = OpenAI(max_retries=2, timeout=60, http_client=self.http_client)
         return self._client
 
     def retrieve(self, question: str, context: str) -> str:

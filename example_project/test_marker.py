@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from app import CompressedRagApp
 
-app = CompressedRagApp()
+from pytest_context_bench import http_client
+
+app = CompressedRagApp(http_client=http_client())
 
 
 @pytest.mark.ctxbench(dataset="data/capitals.jsonl", min_pass_rate=0.8)

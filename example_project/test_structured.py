@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from app import RagApp
 
+from pytest_context_bench import http_client
+
 
 class OrderApp(RagApp):
     """The app asked for JSON: every record goes to the model (no retrieval)."""
@@ -28,7 +30,7 @@ class OrderApp(RagApp):
         ]
 
 
-app = OrderApp()
+app = OrderApp(http_client=http_client())
 
 
 @pytest.mark.ctxbench(dataset="data/orders.jsonl", min_pass_rate=1.0)
