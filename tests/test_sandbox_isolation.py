@@ -398,7 +398,13 @@ def test_the_level_is_in_the_header_and_the_report(
         assert any("CTXBENCH_SANDBOX_NAMESPACES" in n for n in sandbox["notes"])
         # (the header line is wrapped at the terminal's width: read it joined)
         joined = " ".join(line.strip() for line in result.stdout.lines)
-        assert "programs can read the user's files" in joined, result.stdout.str()
+        if sandbox["uid_switch"]:  # as root: the header says what the uid allows
+            assert "programs run as an unused uid: they can read what every user can" \
+                " read and reach the network, not write your files nor signal your" \
+                " processes" in joined, result.stdout.str()
+        else:
+            assert "programs can read and write the user's files, signal its processes" \
+                " and reach the network" in joined, result.stdout.str()
 
 
 def test_no_sandbox_line_without_code(pytester: pytest.Pytester) -> None:
@@ -436,3 +442,4 @@ def test_the_packages_option(pytester: pytest.Pytester) -> None:
     bad = pytester.runpytest_subprocess(*args, "--ctxbench-code-packages=no-such-x")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--ctxbench-code-packages*'no-such-x' is not installed*"])
+

@@ -575,8 +575,14 @@ def sandbox_line(info: dict[str, Any]) -> str:
                 " own PID namespace")
     elif level == "basic":
         why = "; ".join(info.get("notes") or []) or "namespaces off"
-        what = (f"{why}: programs can read the user's files and reach the network;"
-                " see docs/guarantees.md")
+        if info.get("uid_switch"):  # as root: an unused uid of their own
+            allows = ("programs run as an unused uid: they can read what every user"
+                      " can read and reach the network, not write your files nor"
+                      " signal your processes")
+        else:
+            allows = ("programs can read and write the user's files, signal its"
+                      " processes and reach the network")
+        what = f"{why}: {allows}; see docs/guarantees.md"
     else:
         what = "; ".join(info.get("notes") or []) or "no sandbox can run here"
     return f"ctxbench: code sandbox: {level} ({what})"
