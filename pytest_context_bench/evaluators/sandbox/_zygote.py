@@ -2514,17 +2514,30 @@ GUARDED_EVENTS = frozenset({
 
 def install_guard() -> None:
     """Install the audit hook that refuses :data:`GUARDED_EVENTS`, every ``ctypes``
-    event, opening ``/proc/*/mem`` (resolved, so a symlink does not help), and
-    loading native code that was not on disk, unchanged, before the sandbox
-    started: an extension module (the ``import`` event with a file name, raised
-    by ``_imp.create_dynamic``) must be a regular file whose inode changed last
-    before :data:`STARTED_NS`. A program that writes a shared object (a copy, a
-    ``memfd``, a hard link: each gives the inode a new change time, which no
-    unprivileged process can set back) cannot load it, so it cannot read the
-    process's memory with native code either."""
+    event, opening the process's memory (``/proc/*/mem``), and loading native code
+    that was not on disk, unchanged, before the sandbox started: an extension
+    module (the ``import`` event with a file name, raised by ``_imp.create_dynamic``)
+    must be a regular file whose inode changed last before :data:`STARTED_NS`. A
+    program that writes a shared object (a copy, a ``memfd``, a hard link: each
+    gives the inode a new change time, which no unprivileged process can set back)
+    cannot load it, so it cannot read the process's memory with native code either.
+
+    The ``open`` event carries the path but not the directory descriptor an
+    ``openat`` is relative to (``os.open('mem', dir_fd=...)`` on ``/proc/self``),
+    so no resolution of the path alone can tell where a relative one leads, and a
+    directory on the way can be swapped for a link between the check and the open.
+    What every way to the memory has in common is its last step: the name ``mem``
+    (a link to it is a link whose target ends in ``mem``; the ``/proc/self/fd``
+    links lead only to what is already open). So the hook refuses opening any path
+    whose last component is ``mem``, creating a symbolic link whose target's is, a
+    path that resolves into ``/proc`` and ends in ``/mem`` (a link made otherwise,
+    by a process the program started), and a path object that is neither ``str``,
+    ``bytes`` nor a descriptor (``io.FileIO`` audits the object, whose
+    ``__fspath__`` may answer differently the second time)."""
     blocked = GUARDED_EVENTS
-    startswith, endswith = str.startswith, str.endswith
-    type_, str_, bytes_, len_ = type, str, bytes, len
+    startswith, endswith, rstrip, rpartition = (str.startswith, str.endswith,
+                                                str.rstrip, str.rpartition)
+    type_, str_, bytes_, int_, len_ = type, str, bytes, int, len
     decode, realpath, stat_, is_regular = bytes.decode, os.path.realpath, os.stat, S_ISREG
     started = STARTED_NS
     PermissionError_, BaseException_ = PermissionError, BaseException
@@ -2533,7 +2546,10 @@ def install_guard() -> None:
         raise PermissionError_(f"{what} is not allowed in the sandbox")
 
     def text(path: Any) -> Any:
-        return decode(path, "utf-8", "replace") if type_(path) is bytes_ else path
+        return decode(path, "utf-8", "surrogateescape") if type_(path) is bytes_ else path
+
+    def named_mem(path: str) -> bool:
+        return rpartition(rstrip(path, "/"), "/")[2] == "mem"
 
     def guard(event: str, args: tuple[Any, ...]) -> None:
         if event in blocked or startswith(event, "ctypes."):
@@ -2541,12 +2557,20 @@ def install_guard() -> None:
         if event == "open" and args:
             path = text(args[0])
             if type_(path) is str_:
+                if named_mem(path):
+                    refuse(f"opening a file named mem ({path!r})")
                 try:
                     real = realpath(path)
                 except BaseException_:
                     refuse("open")
                 if startswith(real, "/proc/") and endswith(real, "/mem"):
                     refuse(f"open({path!r})")
+            elif type_(path) is not int_:
+                refuse(f"opening a {type_(path).__name__} object as a path (pass a str)")
+        if event == "os.symlink" and args:
+            target = text(args[0])
+            if type_(target) is not str_ or named_mem(target):
+                refuse(f"a symbolic link to {target!r}")
         if event == "import" and len_(args) > 1 and args[1] is not None:
             path = text(args[1])
             what = f"loading native code from {path!r} (written after the sandbox started)"
