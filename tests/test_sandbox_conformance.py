@@ -363,6 +363,24 @@ CORRECT: dict[str, tuple[dict[str, Any], str]] = {
         "            low = min(low, p)\n            best = max(best, p - low)\n"
         "        return best\n",
     ),
+    "leetcode_linked_list_with_the_prompts_helpers": (
+        _he("from typing import Optional\n\nclass ListNode:\n"
+            "    def __init__(self, val=0, next=None):\n"
+            "        self.val = val\n        self.next = next\n\n"
+            "def list_node(values):\n    head = None\n    for v in reversed(values):\n"
+            "        head = ListNode(v, head)\n    return head\n\n"
+            "def is_same_list(p, q):\n    while p and q:\n        if p.val != q.val:\n"
+            "            return False\n        p, q = p.next, q.next\n"
+            "    return p is None and q is None\n\n"
+            "class Solution:\n"
+            "    def reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]:\n",
+            _check("assert is_same_list(candidate(head=list_node([1, 2, 3])), "
+                   "list_node([3, 2, 1]))",
+                   "assert candidate(head=list_node([])) is None"), "Solution().reverseList"),
+        "        prev = None\n        while head:\n            nxt = head.next\n"
+        "            head.next = prev\n            prev, head = head, nxt\n"
+        "        return prev\n",
+    ),
     "static_and_class_methods_and_attributes": (
         _mbpp(["assert Temperature.to_f(100) == 212",
                "assert Temperature.from_f(212).celsius == 100",
