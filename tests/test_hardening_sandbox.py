@@ -396,3 +396,189 @@ def test_at_style_calls_that_open_nothing_still_work(ev: CodeExecution) -> None:
     )
     value, details = _score(ev, ADD, response)
     assert value == 1.0, details
+
+
+# ------------------------------------------------------------------ issue 38
+# The values, objects and exceptions that cross since issue 38 (standard-library
+# values, methods of the program's objects, the program's exception classes, numpy)
+# carry no lie: each attack fails, with the reason given (None: any failure).
+
+
+def _he(prompt: str, lines: list[str], entry: str) -> dict[str, Any]:
+    return {"context": prompt, "entry_point": entry,
+            "test": "def check(candidate):\n" + "".join(f"    {x}\n" for x in lines)}
+
+
+LIAR = ("class Liar:\n    def __eq__(self, o):\n        return True\n"
+        "    def __ne__(self, o):\n        return False\n    __hash__ = object.__hash__\n")
+LOCAL_LIAR = "".join("    " + line + "\n" for line in LIAR.splitlines())
+DATE = _he("import datetime\ndef f():\n", ["assert candidate() == datetime.date(2024, 1, 2)",
+                                           "assert candidate().year == 2024"], "f")
+CALL = _he("def f():\n", ["assert candidate()(1) == 2"], "f")
+PROXY = _he("def f():\n", ["assert candidate() == {'a': 1}", "assert candidate()['a'] == 1"],
+            "f")
+A_DICT_THAT_LIES = ("    class D(dict):\n        def __eq__(self, o):\n            return True\n"
+                    "        def __getitem__(self, k):\n            return 1\n")
+
+
+def _forge(body: bytes) -> str:
+    """A completion that writes ``body`` as its reply, then exits."""
+    return ("    import os, sys\n"
+            f"    body = {body!r}\n"
+            "    os.write(4, len(body).to_bytes(4, 'big') + body)\n"
+            "    sys.exit(0)\n")
+
+
+ISSUE38_ATTACKS: dict[str, tuple[dict[str, Any], str, str | None]] = {
+    "date_subclass_eq": (
+        DATE, "    class D(datetime.date):\n        def __eq__(self, o):\n"
+        "            return True\n        __hash__ = datetime.date.__hash__\n"
+        "    return D(1999, 1, 1)\n", "untrusted_return"),
+    "datetime_subclass_eq": (
+        _he("import datetime\ndef f():\n",
+            ["assert candidate() == datetime.datetime(2024, 1, 2)"], "f"),
+        "    class D(datetime.datetime):\n        def __eq__(self, o):\n"
+        "            return True\n        __hash__ = datetime.datetime.__hash__\n"
+        "    return D(1999, 1, 1)\n", "untrusted_return"),
+    # its own year is not what crosses: the date's fields are read by date's own
+    # descriptors, and the judge's date says 1999
+    "date_subclass_lying_year": (
+        DATE, "    class D(datetime.date):\n        @property\n        def year(self):\n"
+        "            return 2024\n    return D(1999, 1, 2)\n", "assertion"),
+    "patched_chainmap_eq": (
+        _he("import collections\ndef f():\n", ["assert candidate() == {'a': 1}"], "f"),
+        "    return collections.ChainMap({})\n"
+        "collections.ChainMap.__eq__ = lambda s, o: True\n", "untrusted_return"),
+    "chainmap_over_a_lying_dict": (
+        PROXY, "    import collections\n" + A_DICT_THAT_LIES
+        + "    return collections.ChainMap(D())\n", "untrusted_return"),
+    # the proxy's items are read from the dict itself: its lies stay behind
+    "mappingproxy_over_a_lying_dict": (
+        PROXY, "    import types\n" + A_DICT_THAT_LIES
+        + "    return types.MappingProxyType(D())\n", "assertion"),
+    "mappingproxy_whose_copy_lies": (
+        PROXY, LOCAL_LIAR + "    import types\n    class D(dict):\n"
+        "        def copy(self):\n            return Liar()\n"
+        "    return types.MappingProxyType(D())\n", "untrusted_return"),
+    "namespace_subclass_eq": (
+        _he("import types\ndef f():\n",
+            ["assert candidate() == types.SimpleNamespace(a=1)"], "f"),
+        "    import types\n    class N(types.SimpleNamespace):\n"
+        "        def __eq__(self, o):\n            return True\n    return N()\n",
+        "untrusted_return"),
+    "solution_method_returns_a_liar": (
+        {"test_list": ["assert Solution().twoSum([1, 2], 3) == [0, 1]"]},
+        LIAR + "class Solution:\n    def twoSum(self, nums, target):\n"
+        "        return Liar()\n", "untrusted_return"),
+    "solution_getattr_returns_a_liar": (
+        {"test_list": ["assert Solution().anything == 3"]},
+        LIAR + "class Solution:\n    def __getattr__(self, name):\n"
+        "        return Liar()\n", "untrusted_return"),
+    "callable_returns_a_liar": (
+        CALL, LOCAL_LIAR + "    class C:\n        def __call__(self, x):\n"
+        "            return Liar()\n    return C()\n", "untrusted_return"),
+    "callable_object_eq": (
+        _he("def f():\n", ["assert candidate() == 2"], "f"),
+        "    class C:\n        def __call__(self, x):\n            return 1\n"
+        "        def __eq__(self, o):\n            return True\n"
+        "        __hash__ = object.__hash__\n    return C()\n", "untrusted_return"),
+    "exception_args_hold_a_liar": (
+        _he("def f():\n", ["try:\n        candidate()\n    except ValueError as e:\n"
+                           "        assert e.args[0] == 42\n    else:\n        assert False"],
+            "f"),
+        LOCAL_LIAR + "    raise ValueError(Liar())\n", "assertion"),
+    "stop_iteration_subclass_ends_the_tests_loop": (
+        _he("def even(x):\n", ["assert all(map(candidate, [2, 4, 6]))"], "even"),
+        "    class Done(StopIteration):\n        pass\n    raise Done\n", "exception"),
+    "value_that_contains_itself": (
+        _he("def f():\n", ["assert candidate() == [[]]"], "f"),
+        "    v = []\n    v.append(v)\n    return v\n", "untrusted_return"),
+    # re-entrancy: the program reads nothing of the tests, their functions included
+    "reads_a_test_functions_globals": (
+        _he("def f(g):\n", ["expected = 3", "assert candidate(lambda: expected) == 3"], "f"),
+        "    return g.__globals__['expected']\n", "exception"),
+    "asks_the_judge_for_an_attribute": (
+        _he("def f(g):\n", ["assert candidate(lambda: 3) == 3"], "f"),
+        "    import os\n    body = b'[\"get\",1,\"__globals__\"]'\n"
+        "    os.write(4, len(body).to_bytes(4, 'big') + body)\n    return 3\n",
+        "untrusted_return"),
+    # forged data: a match its pattern does not give, a reference to nothing
+    "forged_match_spans": (
+        _he("def f():\n", ["assert candidate().group() == 'abc'"], "f"),
+        _forge(b'["ret",{"Rm":[{"Rp":["a",32]},"abc",0,3,[[0,3]]]},[]]'),
+        "untrusted_return"),
+    "forged_reference": (
+        _he("def f():\n", ["assert candidate() == 3"], "f"),
+        _forge(b'["ret",{"@":1},[]]'), "untrusted_return"),
+    "forged_type_name": (
+        _he("def f():\n", ["assert candidate() == 3"], "f"),
+        _forge(b'["ret",{"T":"Peer"},[]]'), "untrusted_return"),
+}
+
+
+@pytest.mark.parametrize("name", list(ISSUE38_ATTACKS))
+def test_issue38_attacks_fail(ev: CodeExecution, name: str) -> None:
+    example, response, reason = ISSUE38_ATTACKS[name]
+    value, details = _score(ev, example, response)
+    assert value == 0.0, details
+    if reason is not None:
+        assert details["reason"] == reason, details
+
+
+NUMPY_ATTACKS: dict[str, tuple[dict[str, Any], str, str | None]] = {
+    "ndarray_subclass_eq": (
+        _he("import numpy as np\ndef f():\n",
+            ["assert (candidate() == np.array([1, 2])).all()"], "f"),
+        "    import numpy as np\n    class A(np.ndarray):\n        def __eq__(self, o):\n"
+        "            return np.ones(2, dtype=bool)\n    return np.zeros(2).view(A)\n",
+        "untrusted_return"),
+    # its other methods do not cross either: the judge's array is a plain ndarray
+    "ndarray_subclass_array_ufunc": (
+        _he("import numpy as np\ndef f():\n",
+            ["assert (candidate() == np.array([1, 2])).all()"], "f"),
+        "    import numpy as np\n    class A(np.ndarray):\n"
+        "        def __array_ufunc__(self, *a, **k):\n            return np.ones(2, dtype=bool)\n"
+        "    return np.zeros(2).view(A)\n", "assertion"),
+    "numpy_scalar_subclass_eq": (
+        _he("import numpy as np\ndef f():\n", ["assert candidate() == 3"], "f"),
+        "    import numpy as np\n    class F(np.float64):\n        def __eq__(self, o):\n"
+        "            return True\n        __hash__ = np.float64.__hash__\n    return F(0)\n",
+        "untrusted_return"),
+    "object_array_of_liars": (
+        _he("import numpy as np\ndef f():\n", ["assert candidate()[0] == 3"], "f"),
+        LOCAL_LIAR + "    import numpy as np\n    a = np.empty(1, dtype=object)\n"
+        "    a[0] = Liar()\n    return a\n", "untrusted_return"),
+    "fake_numpy_module": (
+        _he("import numpy as np\ndef f():\n",
+            ["assert (candidate() == np.array([1, 2])).all()"], "f"),
+        "    import sys, types\n    class nd:\n        def __eq__(self, o):\n"
+        "            return True\n    fake = types.ModuleType('numpy')\n"
+        "    fake.ndarray, fake.generic = nd, object\n    sys.modules['numpy'] = fake\n"
+        "    return nd()\n", None),
+    # an object of the program is never read as an array by the judge's numpy: its
+    # __array_interface__ would have the judge read memory at an address it chose
+    "array_interface_with_an_address": (
+        _he("import numpy as np\ndef f():\n",
+            ["assert np.allclose(candidate(), [1.0, 2.0])"], "f"),
+        "    class A:\n        pass\n    a = A()\n"
+        "    a.__array_interface__ = {'shape': (2,), 'typestr': '<f8',\n"
+        "                             'data': (id(a), False), 'version': 3}\n"
+        "    return a\n", "exception"),
+}
+
+
+@pytest.fixture(scope="module")
+def ev_numpy() -> Iterator[CodeExecution]:
+    pytest.importorskip("numpy")
+    evaluator = CodeExecution(timeout=20.0, packages=("numpy",))
+    yield evaluator
+    evaluator.close()
+
+
+@pytest.mark.parametrize("name", list(NUMPY_ATTACKS))
+def test_numpy_attacks_fail(ev_numpy: CodeExecution, name: str) -> None:
+    example, response, reason = NUMPY_ATTACKS[name]
+    value, details = _score(ev_numpy, example, response)
+    assert value == 0.0, details
+    if reason is not None:
+        assert details["reason"] == reason, details

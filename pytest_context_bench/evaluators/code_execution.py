@@ -340,7 +340,10 @@ class CodeExecution:
                 entry_point = _entry_from_prompt(prompt)
                 if entry_point is None:
                     return None
-            keep = [entry_point] if entry_point else []
+            # An entry point may be an expression of a name (LeetCode's
+            # ``Solution().twoSum``): the tests take that name from the program.
+            head = re.match(r"[^\d\W]\w*", entry_point or "")
+            keep = [head.group()] if head else []
             return "humaneval", prompt, test, entry_point, keep
         tests = original.get("test_list")
         if isinstance(tests, (list, tuple)) and tests and all(

@@ -62,10 +62,13 @@ Passing is decided by a second child, the *judge*, never by the program's proces
 The program's child runs the solution and answers calls over a pipe; the judge runs
 the test code (with the prompt's own helpers) and calls the program's functions
 through that pipe. Values cross as data and the judge rebuilds them with its own
-builtin and standard-library classes (iterators lazily, item by item), so what the
-tests compare is genuine whatever the program did to its own interpreter; a value
-whose comparison, hashing, iteration, length, truth or item access is not that of an
-unmodified builtin or standard-library class is refused (``untrusted_return``). The
+builtin and standard-library classes (and its own numpy, where declared; iterators
+lazily, item by item), so what the tests compare is genuine whatever the program did
+to its own interpreter; a value whose comparison, hashing, iteration, length, truth or
+item access is not that of an unmodified builtin or standard-library class is refused
+(``untrusted_return``). An object of a class of the program is a handle: the tests'
+attribute reads and method calls on it run in the program's process, and what they
+return crosses as values do. The
 judge is forked by the zygote's forker (never by the program), after the program, so
 the program's memory never held the tests; it is not dumpable from its start, runs
 under another uid where uids are switched, and alone holds the pipe that carries the
@@ -549,7 +552,9 @@ class Sandbox:
             never runs the program's code: the program's functions are called
             through a channel and their results rebuilt from data there.
         :param call: ``(function, argument)``: after the test code, call the test's
-            ``function`` with the program's ``argument`` (``("check", "add")``).
+            ``function`` with the program's ``argument`` (``("check", "add")``); the
+            argument may be an expression of a program's name
+            (``("check", "Solution().maxProfit")``), evaluated in the judge.
         :param keep: names the tests take from the program even where ``prompt``
             defines them (the entry point, MBPP's named function). The program's
             other callable top-level names are visible to the tests only where

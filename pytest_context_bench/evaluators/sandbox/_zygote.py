@@ -46,9 +46,12 @@ data, and alone writes the verdict, on a pipe only it and the forker hold.
 
 from __future__ import annotations
 
+import array
+import binascii
 import builtins
 import collections
 import ctypes
+import datetime
 import decimal
 import fcntl
 import fractions
@@ -60,6 +63,7 @@ import math
 import mmap
 import os
 import random
+import re
 import resource
 import select
 import shutil
@@ -1582,7 +1586,11 @@ def judge_child(req: dict[str, Any], payload: mmap.mmap, size: int, tmp: str,
 PROGRAM_IN_FD, PROGRAM_OUT_FD = 3, 4
 JUDGE_REPORT_FD, JUDGE_IN_FD, JUDGE_OUT_FD = 3, 4, 5
 
-MAX_MESSAGE = 256 * 1024 * 1024  # bytes of one message between the two processes
+#: Bytes of one message between the two processes: what its 4-byte length can say.
+#: Nothing smaller caps it: a value as large as the memory limit allows crosses (the
+#: sender reports a larger one as too large, the receiver fails cleanly on memory).
+MAX_MESSAGE = (1 << 32) - 1
+SMALL_MESSAGE = 1 << 20  # larger messages are read into a mapping, not a list of chunks
 MAX_DEPTH = 400  # nesting of one value
 BIG_INT_BITS = 12_000  # larger ints travel in hex (the decimal parser has a limit)
 
@@ -1592,11 +1600,15 @@ BEHAVIOUR = ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash
              "__iter__", "__next__", "__len__", "__bool__", "__getitem__",
              "__contains__")
 _MISSING = object()
+MRO = type.__dict__["__mro__"].__get__
+BASES = type.__dict__["__bases__"].__get__
+TYPE_DICT = type.__dict__["__dict__"].__get__
+OBJECT_DICT = object.__getattribute__
 
 
 def resolve(cls: type, name: str) -> Any:
-    for klass in type.__dict__["__mro__"].__get__(cls):
-        attrs = type.__dict__["__dict__"].__get__(klass)
+    for klass in MRO(cls):
+        attrs = TYPE_DICT(klass)
         if name in attrs:
             return attrs[name]
     return _MISSING
@@ -1606,6 +1618,15 @@ def behaviour(cls: type) -> tuple[Any, ...]:
     return tuple(resolve(cls, name) for name in BEHAVIOUR)
 
 
+def differs(cls: type, base: type, recorded: tuple[Any, ...]) -> str | None:
+    """The first slot of BEHAVIOUR where ``cls`` does not behave as ``base`` (whose
+    method objects are ``recorded``), or None."""
+    for slot, mine, theirs in zip(BEHAVIOUR, behaviour(cls), recorded):
+        if mine is not theirs:
+            return slot
+    return None
+
+
 #: The classes whose values cross to the judge (as what they are), and the method
 #: objects that make their behaviour, taken now: before any program ran.
 VALUE_CLASSES: dict[type, tuple[Any, ...]] = {
@@ -1613,9 +1634,61 @@ VALUE_CLASSES: dict[type, tuple[Any, ...]] = {
         object, type, bool, int, float, complex, str, bytes, bytearray, list, tuple,
         dict, set, frozenset, range, collections.Counter, collections.OrderedDict,
         collections.defaultdict, collections.deque, fractions.Fraction, decimal.Decimal,
+        collections.ChainMap, types.SimpleNamespace, types.MappingProxyType,
+        memoryview, array.array, datetime.date, datetime.datetime, datetime.time,
+        datetime.timedelta, datetime.timezone, re.Pattern, re.Match,
     )
 }
 STDLIB_NAMES = {cls: f"{cls.__module__}.{cls.__qualname__}" for cls in VALUE_CLASSES}
+#: Classes that cross by name (``int`` as an argument, ``return str``): the builtins'
+#: and the value classes', as they were before any program ran.
+TYPE_BY_NAME: dict[str, type] = {
+    **{name: cls for cls, name in STDLIB_NAMES.items()},
+    **{f"types.{name}": value for name, value in vars(types).items()
+       if isinstance(value, type)},
+    **{name: value for name, value in builtins.__dict__.items()
+       if isinstance(value, type)},
+}
+TYPE_NAMES: dict[int, str] = {id(cls): name for name, cls in TYPE_BY_NAME.items()}
+
+
+def _getter(cls: type, name: str) -> Callable[[Any], Any]:
+    getter: Callable[[Any], Any] = TYPE_DICT(cls)[name].__get__
+    return getter
+
+
+# The fields of the standard library's values, read through their classes' own
+# descriptors (a subclass's property of the same name changes nothing).
+DATE_FIELDS = tuple(_getter(datetime.date, n) for n in ("year", "month", "day"))
+TIME_FIELDS = tuple(_getter(datetime.time, n) for n in (
+    "hour", "minute", "second", "microsecond", "tzinfo", "fold"))
+DATETIME_FIELDS = DATE_FIELDS + tuple(_getter(datetime.datetime, n) for n in (
+    "hour", "minute", "second", "microsecond", "tzinfo", "fold"))
+DELTA_FIELDS = tuple(_getter(datetime.timedelta, n)
+                     for n in ("days", "seconds", "microseconds"))
+TIMEZONE_ARGS = TYPE_DICT(datetime.timezone)["__getinitargs__"]
+PATTERN_FIELDS = tuple(_getter(re.Pattern, n) for n in ("pattern", "flags"))
+MATCH_FIELDS = tuple(_getter(re.Match, n)
+                     for n in ("re", "string", "pos", "endpos", "regs"))
+ARRAY_TYPECODE = _getter(array.array, "typecode")
+ARRAY_BYTES = TYPE_DICT(array.array)["tobytes"]
+VIEW_FIELDS = tuple(_getter(memoryview, n)
+                    for n in ("format", "itemsize", "shape", "readonly"))
+VIEW_BYTES = TYPE_DICT(memoryview)["tobytes"]
+PROXY_COPY = TYPE_DICT(types.MappingProxyType)["copy"]
+EXCEPTION_ARGS = _getter(BaseException, "args")
+#: memoryview formats a view can be cast to again (native, single items).
+VIEW_FORMATS = frozenset("bBhHiIlLqQnNfd?cP")
+
+
+def b64(data: Any) -> str:
+    return binascii.b2a_base64(data, newline=False).decode("ascii")
+
+
+def unb64(text: Any) -> bytes:
+    if type(text) is not str:
+        raise ValueError("binary data travels as base64 text")
+    return binascii.a2b_base64(text)
 
 
 def _iterator_types() -> frozenset[type]:
@@ -1666,12 +1739,38 @@ class Refused(BaseException):
     """A value the program returned cannot be given to the tests."""
 
 
+class TooLarge(BaseException):
+    """A value that does not fit in one message, or in the memory that encodes or
+    rebuilds it."""
+
+
 class ProgramExit(BaseException):
     """The program raised ``SystemExit`` (or another ``BaseException``) in a call."""
 
 
 class ProgramError(Exception):
     """An exception of a class the program defined, raised in a call."""
+
+
+#: The attribute of an exception rebuilt in the judge that holds the program's
+#: ``str(exc)`` (shown by the classes the judge builds for the program's classes).
+MESSAGE_ATTR = "_ctx_message"
+
+
+def _mirror_str(self: BaseException) -> str:
+    """``str()`` of an exception of a class the judge built for one of the
+    program's: the program's own text, as its ``__str__`` gave it."""
+    try:
+        message = OBJECT_DICT(self, "__dict__").get(MESSAGE_ATTR)
+    except AttributeError:
+        message = None
+    if type(message) is str:
+        return message
+    for klass in MRO(type(self)):
+        method = TYPE_DICT(klass).get("__str__")
+        if method is not None and method is not _mirror_str:
+            return str(method(self))
+    return ""
 
 
 class Record:
@@ -1689,14 +1788,31 @@ class Record:
 
 
 class RemoteFunction:
-    """A function of the other process: calling it asks that process to call it."""
+    """A function of the other process: calling it asks that process to call it.
+
+    In the judge, a function (or class) of the program: its attributes are read in
+    the program's process too (``Solution.twoSum``, a class's static and class
+    methods), each crossing as a value does."""
 
     def __init__(self, peer: Peer, target: str | int, name: str = "") -> None:
-        self._peer, self._target = peer, target
+        self._ctx_peer, self._ctx_target = peer, target
         self.__name__ = self.__qualname__ = name or str(target)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._peer.call(self._target, args, kwargs)
+        return self._ctx_peer.call(self._ctx_target, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if not forwarded(name) or "_ctx_peer" not in self.__dict__ or \
+                not self._ctx_peer.judge:
+            # The program never reads an attribute of the tests' functions.
+            raise AttributeError(name)
+        return self._ctx_peer.get(self._ctx_target, name)
+
+    def __copy__(self) -> RemoteFunction:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> RemoteFunction:
+        return self
 
     def __repr__(self) -> str:
         return f"<function {self.__name__} of the program>"
@@ -1707,25 +1823,77 @@ class RemoteIterator:
     tests consume it."""
 
     def __init__(self, peer: Peer, handle: int) -> None:
-        self._peer, self._handle = peer, handle
+        self._ctx_peer, self._ctx_handle = peer, handle
 
     def __iter__(self) -> RemoteIterator:
         return self
 
     def __next__(self) -> Any:
-        return self._peer.next(self._handle)
+        return self._ctx_peer.next(self._ctx_handle)
 
 
 class RemoteObject:
-    """An object of the program that is no value the tests can compare: the tests
-    can only pass it back to the program (its identity is its only property)."""
+    """An object of the program that is no value the tests can compare (an instance
+    of a class of the program): its identity is its own, and reading or setting an
+    attribute (``Solution().twoSum``, ``node.val``) asks the program's process, where
+    its methods run; what they return crosses as values do. Its comparisons, hashing,
+    iteration, length and truth are never the program's (they could lie)."""
+
+    __slots__ = ("_ctx_peer", "_ctx_handle", "__weakref__")
 
     def __init__(self, peer: Peer, handle: int) -> None:
-        self._peer, self._handle = peer, handle
+        object.__setattr__(self, "_ctx_peer", peer)
+        object.__setattr__(self, "_ctx_handle", handle)
+
+    def __getattr__(self, name: str) -> Any:
+        if not forwarded(name):
+            raise AttributeError(name)
+        return self._ctx_peer.get(self._ctx_handle, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not forwarded(name) or name in FORWARDED_SPECIAL:
+            raise AttributeError(f"the tests cannot set {name!r} of the program's "
+                                 "objects")
+        self._ctx_peer.set(self._ctx_handle, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"the tests cannot delete attributes of the program's "
+                             f"objects ({name!r})")
+
+    def __copy__(self) -> RemoteObject:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> RemoteObject:
+        return self
 
     def __repr__(self) -> str:
-        return f"<object {self._handle} of the program>"
+        return f"<object {self._ctx_handle} of the program>"
 
+
+class RemoteCallable(RemoteObject):
+    """An object of the program that is callable (its class defines ``__call__``):
+    calling it calls it in the program's process."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._ctx_peer.call(self._ctx_handle, args, kwargs)
+
+
+REMOTE_TYPES = frozenset({RemoteFunction, RemoteIterator, RemoteObject, RemoteCallable})
+#: The special attributes the judge asks the program for (``vars(obj)``). No other:
+#: the libraries the tests use read special attributes with powers no value has
+#: (numpy's ``__array_interface__`` holds a raw address it would read).
+FORWARDED_SPECIAL = frozenset({"__dict__", "__name__", "__qualname__",
+                               "__annotations__"})
+
+
+def forwarded(name: str) -> bool:
+    """Whether the judge asks the program for the attribute ``name``."""
+    if name.startswith("_ctx_"):
+        return False
+    return not (name.startswith("__") and name.endswith("__")) or \
+        name in FORWARDED_SPECIAL
 
 #: The builtins module's dict as it was before any program ran, copied once in the
 #: forker (:func:`main`, after ``site``'s additions); every child shares it.
@@ -1744,25 +1912,43 @@ class Peer:
     classes. What the judge builds from the program's answers is therefore made of
     genuine builtin and standard-library objects whatever the program's process
     did to itself; functions, lazily consumed iterators and objects that are no
-    value cross as handles that call back to their process.
+    value cross as handles that call back to their process. An object met twice in
+    one message (the same list twice in a tuple, two references to one NaN) is sent
+    once and referred to after (``{"=": [n, value]}``, then ``{"@": n}``), so the
+    rebuilt value shares it as the original did; a value that contains itself is
+    refused.
 
     Requests: ``["call", target, args, kwargs]`` (target: a name of the program's
-    globals, or a handle) and ``["next", handle]``. Replies: ``["ret", value,
-    changed_args]``, ``["stop"]``, ``["exc", class_names, message, where]`` and
-    ``["refused", message]``. While waiting for its reply, a process serves the
-    other's requests (a test's function passed to the program calls back)."""
+    globals, or a handle), ``["next", handle]``, and, from the judge only, ``["get",
+    target, name]`` and ``["set", target, name, value]`` (an attribute of an object
+    of the program). Replies: ``["ret", value, changed_args]``, ``["stop"]``,
+    ``["exc", class_names, message, where, details]`` and ``["refused", message,
+    kind]``. While waiting for its reply, a process serves the other's requests (a
+    test's function passed to the program calls back)."""
 
     def __init__(self, rfd: int, wfd: int, judge: bool) -> None:
         self.rfd, self.wfd, self.judge = rfd, wfd, judge
         self.objects: dict[int, Any] = {}  # handle -> our object the other side holds
         self.handles: dict[int, int] = {}  # id(object) -> handle
         self.proxies: dict[int, Any] = {}  # handle -> our proxy of the other side's
+        self.classes: dict[int, type] = {}  # handle -> our class for the other's class
+        self.mirrors: dict[int, int] = {}  # id(one of those classes) -> its handle
+        self.methods: dict[tuple[Any, str], int] = {}  # (target, name) -> handle
         self.namespace: dict[str, Any] = {}
+        #: Judge: the exception classes the prompt defines (the program's class of
+        #: the same name, raised, is caught by ``except`` of the prompt's).
+        self.prompt_classes: dict[str, type] = {}
         self.failure: list[tuple[str, dict[str, Any]]] = []  # judge: sticky failures
         self.streams = (sys.stdout, sys.stderr)
+        self._nodes: dict[int, Any] = {}  # id(value) -> its node, in one message
+        self._alive: list[Any] = []  # those values (their ids stay theirs)
+        self._marks: dict[int, int] = {}  # id(node) -> its number, for nodes met twice
+        self._defs: dict[int, Any] = {}  # number -> value, while a message is read
         # Bound now: the program may replace json, os or builtins in its process.
-        self._read, self._write = os.read, os.write
+        self._read, self._write, self._readv = os.read, os.write, os.readv
         self._join = "".join
+        self._modules = sys.modules
+        self._import = builtins.__import__
         encoder = json.encoder.c_make_encoder  # type: ignore[attr-defined]
         if encoder is not None:
             self._dumps = encoder(None, self._no_default,
@@ -1771,8 +1957,10 @@ class Peer:
         else:  # pragma: no cover (CPython always has the C encoder)
             self._dumps = None
             self._dumps_py = json.JSONEncoder(separators=(",", ":")).encode
-        self._scan = getattr(json.JSONDecoder(object_hook=self._decode_object),
-                             "scan_once")
+        # Each NaN is a float of its own (json's is one shared object): two NaN keys
+        # of a set stay two; one NaN met twice is a reference (see encode).
+        self._scan = getattr(json.JSONDecoder(object_hook=self._decode_object,
+                                              parse_constant=float), "scan_once")
         self._to_bytes, self._from_bytes = int.to_bytes, int.from_bytes
         real = builtins.__dict__
         # The forker's copy (see BUILTINS): copying the module's dict here would
@@ -1796,17 +1984,26 @@ class Peer:
 
     # ---------------------------------------------------------------- framing
 
-    def send(self, message: list[Any]) -> None:
+    def frame(self, message: list[Any]) -> bytes:
+        """The body of ``message`` (its length goes first, see send)."""
         if self._dumps is not None:
             text = self._join(self._dumps(message, 0))
         else:  # pragma: no cover
             text = self._dumps_py(message)
-        body = text.encode("ascii")
-        data = self._to_bytes(len(body), 4, "big") + body
-        view = memoryview(data)
+        body: bytes = text.encode("ascii")
+        del text
+        if len(body) > MAX_MESSAGE:
+            raise TooLarge(f"a value of {len(body)} bytes as data, more than one "
+                           f"message carries ({MAX_MESSAGE} bytes)")
+        return body
+
+    def send(self, message: list[Any] | bytes) -> None:
+        body = message if type(message) is bytes else self.frame(message)
         try:
-            while view:
-                view = view[self._write(self.wfd, view):]
+            for data in (self._to_bytes(len(body), 4, "big"), body):
+                view = memoryview(data)
+                while view:
+                    view = view[self._write(self.wfd, view):]
         except OSError as exc:
             raise PeerGone(f"the other process closed the channel ({exc.strerror})") \
                 from None
@@ -1824,21 +2021,51 @@ class Peer:
             n -= len(chunk)
         return b"".join(chunks)
 
+    def _read_large(self, n: int) -> str:
+        """A large message's text, read into a fresh mapping (only the pages the
+        sender filled are touched) and decoded from there: about twice its size in
+        memory at most, where chunks and their join took three times."""
+        buf = mmap.mmap(-1, n)
+        view = memoryview(buf)
+        try:
+            got = 0
+            while got < n:
+                try:
+                    count = self._readv(self.rfd, [view[got:]])
+                except OSError:
+                    count = 0
+                if not count:
+                    raise PeerGone("the other process closed the channel")
+                got += count
+            return str(view, "ascii")
+        finally:
+            view.release()
+            buf.close()
+
     def receive(self) -> Any:
         size = self._from_bytes(self._read_exact(4), "big")
-        if size > MAX_MESSAGE:
-            raise PeerGone(f"a message of {size} bytes (at most {MAX_MESSAGE})")
-        body = self._read_exact(size)
         try:
-            message, end = self._scan(body.decode("ascii"), 0)
-            if end != len(body) or type(message) is not list or not message \
+            if size > SMALL_MESSAGE:
+                text = self._read_large(size)
+            else:
+                text = self._read_exact(size).decode("ascii")
+            self._defs = {}
+            message, end = self._scan(text, 0)
+            if end != len(text) or type(message) is not list or not message \
                     or type(message[0]) is not str:
                 raise ValueError("not a message")
         except PeerGone:
             raise
+        except (MemoryError, OverflowError, OSError) as exc:
+            # mmap refuses a size beyond the address-space limit with OSError
+            raise TooLarge(f"a message of {size} bytes as data, more than the memory "
+                           f"limit lets the receiving process rebuild "
+                           f"({type(exc).__name__})") from None
         except BaseException as exc:  # noqa: BLE001 (malformed: the sender lies)
             raise Unreadable(f"a message that cannot be read ({type(exc).__name__}: "
                              f"{exc})") from None
+        finally:
+            self._defs = {}
         return message
 
     # ---------------------------------------------------------------- values
@@ -1852,36 +2079,94 @@ class Peer:
             self.handles[key] = found
         return found
 
-    def encode(self, value: Any, depth: int = 0) -> Any:
+    def encode(self, value: Any) -> Any:
+        """``value`` as data (see encode_all)."""
+        return self.encode_all([value])[0]
+
+    def encode_all(self, values: list[Any]) -> list[Any]:
+        """The values of one message as data, sharing what they share."""
+        saved = self._nodes, self._marks, self._alive
+        self._nodes, self._marks, self._alive = {}, {}, []
+        try:
+            nodes = [self._enc(v, 0) for v in values]
+            if self._marks:
+                self._define(nodes)
+            return nodes
+        finally:
+            self._nodes, self._marks, self._alive = saved
+
+    def _define(self, top: list[Any]) -> None:
+        """Wrap each node met again later (see _enc) in its definition, where it
+        first appears: the document order is the order values were met in."""
+        marks = self._marks
+        todo: list[Any] = [top]
+        while todo and marks:
+            node = todo.pop()
+            items = enumerate(node) if type(node) is list else list(node.items())
+            for key, child in items:
+                number = marks.pop(id(child), None)
+                if number is not None:
+                    node[key] = {"=": [number, child]}
+                if type(child) is list or type(child) is dict:
+                    todo.append(child)
+
+    def _enc(self, value: Any, depth: int) -> Any:
         if depth > MAX_DEPTH:
             raise Refused(f"a value nested more than {MAX_DEPTH} levels deep")
         t = type(value)
-        if value is None or t is str or t is bool or t is float:
+        if value is None or t is str or t is bool:
             return value
         if t is int:
             if value.bit_length() > BIG_INT_BITS:
                 return {"I": hex(value)}
             return value
+        if t is float and value == value:
+            return value
         d = depth + 1
-        enc = self.encode
+        if t is tuple:  # immutable: what it shares is in what it holds
+            return {"t": [self._enc(v, d) for v in value]}
+        # Anything else (a container, a NaN, an object) is met once per message;
+        # met again, it is a reference to its first node.
+        key = id(value)
+        nodes = self._nodes
+        if key in nodes:
+            node = nodes[key]
+            if node is _MISSING:
+                raise Refused("a value that contains itself")
+            if type(node) is list or type(node) is dict or node is value:
+                number = self._marks.get(id(node))
+                if number is None:
+                    number = self._marks[id(node)] = len(self._marks) + 1
+                return {"@": number}
+            return node  # an immutable scalar (the int of an IntEnum...)
+        nodes[key] = _MISSING
+        self._alive.append(value)  # its id stays its own until the message is sent
+        enc = self._enc
         if t is list:
-            return [enc(v, d) for v in value]
-        if t is tuple:
-            return {"t": [enc(v, d) for v in value]}
-        if t is dict:
-            return {"d": [[enc(k, d), enc(v, d)] for k, v in value.items()]}
+            node = [enc(v, d) for v in value]
+        elif t is dict:
+            node = {"d": [[enc(k, d), enc(v, d)] for k, v in value.items()]}
+        elif t is float:
+            node = value  # a NaN: its identity is all that tells two apart
+        else:
+            node = self._enc_new(value, t, d)
+        nodes[key] = node
+        return node
+
+    def _enc_new(self, value: Any, t: type, d: int) -> Any:
+        enc = self._enc
         if t is set:
             return {"s": [enc(v, d) for v in value]}
         if t is frozenset:
             return {"f": [enc(v, d) for v in value]}
         if t in ITERATOR_TYPES:
             return {"it": self.handle(value)}
-        if t is RemoteFunction and value._peer is self:
-            return {"ref": value._target}
+        if t is RemoteFunction and value._ctx_peer is self:
+            return {"ref": value._ctx_target}
         if t in CALLABLE_TYPES:
             return {"fn": self.handle(value)}
-        if (t is RemoteIterator or t is RemoteObject) and value._peer is self:
-            return {"ref": value._handle}
+        if t in REMOTE_TYPES and value._ctx_peer is self:
+            return {"ref": value._ctx_handle}
         if value is ...:
             return {"E": 0}
         if t in VIEW_TAGS:
@@ -1893,41 +2178,45 @@ class Peer:
 
     def encode_other(self, value: Any, t: type, d: int) -> Any:
         """A value of any other class: judged by behaviour (see VALUE_CLASSES)."""
-        enc = self.encode
+        enc = self._enc
+        numpy = self._modules.get("numpy")
+        if numpy is not None and type(numpy) is types.ModuleType:
+            node = self.encode_numpy(value, t, d, numpy)
+            if node is not None:
+                return node
         base = None
-        for klass in type.__dict__["__mro__"].__get__(t):
+        for klass in MRO(t):
             if klass in VALUE_CLASSES:
                 base = klass
                 break
         name = STDLIB_NAMES.get(t) or self.class_name(t)
         if base is None:  # pragma: no cover (object is in every MRO)
             raise Refused(f"an object of type {name}")
-        now = behaviour(t)
-        recorded = VALUE_CLASSES[base]
-        for slot, mine, theirs in zip(BEHAVIOUR, now, recorded):
-            if mine is not theirs:
-                if t is base:
-                    what = f"{name}.{slot} was replaced by the program"
-                else:
-                    what = (f"{name} (a subclass of {base.__name__}) defines its own "
-                            f"{slot}")
-                if self.judge and base is object:
-                    break  # the tests' own objects travel as their attributes
-                raise Refused(f"an object of type {name}: {what}")
-        else:
-            what = ""
-        if base is object or base is type:
+        slot = differs(t, base, VALUE_CLASSES[base])
+        if slot is not None and not (self.judge and base is object):
+            # (the tests' own objects travel as their attributes)
+            if t is base:
+                what = f"{name}.{slot} was replaced by the program"
+            else:
+                what = f"{name} (a subclass of {base.__name__}) defines its own {slot}"
+            raise Refused(f"an object of type {name}: {what}")
+        if base is type:
+            known = TYPE_NAMES.get(id(value))
+            if known is not None and TYPE_BY_NAME[known] is value:
+                return {"T": known}
+            if BaseException in MRO(value):
+                return self.encode_class(value, d)
+            return {"fn": self.handle(value)}
+        if base is object:
             if self.judge:
-                if base is type:
-                    return {"fn": self.handle(value)}
                 try:
-                    attrs = object.__getattribute__(value, "__dict__")
+                    attrs = OBJECT_DICT(value, "__dict__")
                 except AttributeError:
                     raise TypeError(f"the tests cannot give the program an object of "
                                     f"type {name}") from None
                 return {"o": [name, [[k, enc(v, d)] for k, v in attrs.items()]]}
-            if base is type:
-                return {"fn": self.handle(value)}
+            if resolve(t, "__call__") is not _MISSING:
+                return {"hc": self.handle(value)}
             return {"h": self.handle(value)}
         if base is bool:
             return bool(int.__pos__(value))
@@ -1969,6 +2258,9 @@ class Peer:
             return {"Q": [enc(FRACTION_NUM(value), d), enc(FRACTION_DEN(value), d)]}
         if base is decimal.Decimal:
             return {"D": DECIMAL_STR(value)}
+        if base in STDLIB_ENCODERS:
+            node: Any = STDLIB_ENCODERS[base](self, value, d)
+            return node
         pairs = [[enc(k, d), enc(v, d)] for k, v in dict.items(value)]
         if base is collections.Counter:
             return {"C": pairs}
@@ -1981,10 +2273,62 @@ class Peer:
             return {"dd": [known, pairs]}
         return {"d": pairs}
 
+    def encode_class(self, cls: type, d: int) -> Any:
+        """An exception class that is no builtin: its handle, module, qualified name
+        and exception bases (the receiver builds a class of its own for it, once,
+        or finds the one it means; see decode_class)."""
+        origin = self.mirrors.get(id(cls))
+        if origin is not None and self.classes.get(origin) is cls:
+            return {"ref": origin}  # the other side's own class, back to it
+        bases = [b for b in BASES(cls) if BaseException in MRO(b)]
+        module = TYPE_DICT(cls).get("__module__")
+        return {"X": [self.handle(cls), module if type(module) is str else "?",
+                      self.class_name(cls, qualified=None),
+                      [self._enc(b, d) for b in bases]]}
+
+    def encode_numpy(self, value: Any, t: type, d: int, numpy: Any) -> Any:
+        """A numpy array or scalar as its dtype, shape and bytes (items, for an
+        array of objects); None for anything else. Read in the sender's process:
+        whatever it sends is data, rebuilt by the receiver's own numpy."""
+        ndarray, generic = getattr(numpy, "ndarray", None), getattr(numpy, "generic", None)
+        if type(ndarray) is not type or type(generic) is not type:
+            return None
+        mro = MRO(t)
+        if ndarray in mro:
+            base = ndarray
+        elif generic in mro:
+            base = TYPE_DICT(ndarray)["dtype"].__get__(numpy.asarray(value)).type
+        else:
+            return None
+        if t is not base:
+            slot = differs(t, base, behaviour(base))
+            if slot is not None:
+                name = self.class_name(t)
+                raise Refused(f"an object of type {name}: {name} (a subclass of "
+                              f"{self.class_name(base)}) defines its own {slot}")
+        array_ = value if base is ndarray else numpy.asarray(value)
+        dtype = TYPE_DICT(ndarray)["dtype"].__get__(array_)
+        spec: Any = dtype.str if dtype.fields is None else self._enc(dtype.descr, d)
+        if dtype.hasobject:
+            if dtype.fields is not None or base is not ndarray:
+                raise Refused("a numpy array of records that hold objects")
+            shape = list(TYPE_DICT(ndarray)["shape"].__get__(array_))
+            items = [self._enc(v, d) for v in ndarray.ravel(array_).tolist()]
+            return {"nd": [spec, shape, items, 1]}
+        data = b64(ndarray.tobytes(array_))
+        if base is not ndarray:
+            return {"npv": [spec, data]}
+        shape = list(TYPE_DICT(ndarray)["shape"].__get__(array_))
+        return {"nd": [spec, shape, data, 0]}
+
     @staticmethod
-    def class_name(t: type, qualified: bool = True) -> str:
+    def class_name(t: type, qualified: bool | None = True) -> str:
+        """``module.qualname`` of ``t``; ``qualified=False``: its name; ``None``:
+        its qualname."""
         try:
             name = type.__dict__["__qualname__"].__get__(t)
+            if qualified is None:
+                return str(name)
             if not qualified:
                 return str(type.__dict__["__name__"].__get__(t))
             return f"{type.__dict__['__module__'].__get__(t)}.{name}"
@@ -2003,6 +2347,14 @@ class Peer:
             return set(data)
         if tag == "f":
             return frozenset(data)
+        if tag == "=":
+            number, value = data
+            if type(number) is not int or number in self._defs:
+                raise ValueError("a definition is numbered once")
+            self._defs[number] = value
+            return value
+        if tag == "@":
+            return self._defs[data]
         if tag == "I":
             return int(data, 16)
         if tag == "b":
@@ -2036,7 +2388,15 @@ class Peer:
             return dict(data).items()
         if tag == "E":
             return ...
-        if tag in ("fn", "it", "h"):
+        if tag == "T":
+            return TYPE_BY_NAME[data]
+        if tag in STDLIB_DECODERS:
+            return STDLIB_DECODERS[tag](self, data)
+        if tag == "X":
+            return self.decode_class(data)
+        if tag in ("nd", "npv"):
+            return decode_numpy(self._import("numpy"), tag, data)
+        if tag in ("fn", "it", "h", "hc"):
             handle = data
             if type(handle) is not int:
                 raise ValueError("a handle is an int")
@@ -2047,7 +2407,7 @@ class Peer:
                 elif tag == "it":
                     proxy = RemoteIterator(self, handle)
                 elif self.judge:
-                    proxy = RemoteObject(self, handle)
+                    proxy = (RemoteCallable if tag == "hc" else RemoteObject)(self, handle)
                 else:
                     raise ValueError("the tests send no opaque object")
                 self.proxies[handle] = proxy
@@ -2060,6 +2420,63 @@ class Peer:
             return Record(str(data[0]), {str(k): v for k, v in data[1]})
         raise ValueError(f"unknown tag {tag!r}")
 
+    def decode_class(self, data: Any) -> type:
+        """Our class for an exception class of the other process (see
+        encode_class): built once per class, a subclass of the bases it names. The
+        program's class of a name the prompt defines is the prompt's (the tests
+        catch it with ``except``); a class of a module the judge imported is that
+        module's (``json.JSONDecodeError``); any other is built here, of the
+        program's name, and shows the program's message."""
+        handle, module, qualname, bases = data
+        if type(handle) is not int or type(module) is not str or \
+                type(qualname) is not str or type(bases) is not list:
+            raise ValueError("a class is a handle, a module, a name and its bases")
+        found = self.classes.get(handle)
+        if found is not None:
+            return found
+        for base in bases:
+            if type(base) is not type or BaseException not in MRO(base):
+                raise ValueError("an exception class's bases are exception classes")
+        cls: type | None = None
+        if module == "solution" and qualname in self.prompt_classes:
+            cls = self.prompt_classes[qualname]
+        elif module not in ("__main__", "builtins", "solution", "test", "prompt"):
+            cls = self.module_class(module, qualname)
+        if cls is None:
+            name = qualname.rpartition(".")[2]
+            if not name.isidentifier():
+                name = "ProgramError"
+            attrs = {"__module__": module, "__qualname__": qualname,
+                     "__str__": _mirror_str}
+            for chosen in (tuple(bases) or (Exception,), tuple(bases[:1]), (Exception,)):
+                try:
+                    cls = type(name, chosen or (Exception,), dict(attrs))
+                    break
+                except BaseException:  # noqa: BLE001 (a layout conflict...)
+                    continue
+            assert cls is not None
+        self.classes[handle] = cls
+        self.mirrors[id(cls)] = handle
+        return cls
+
+    def module_class(self, module: str, qualname: str) -> type | None:
+        """``module.qualname`` when this process imported ``module`` already and it
+        names an exception class there (read from the dicts: no module code runs)."""
+        value: Any = self._modules.get(module)
+        if type(value) is not types.ModuleType:
+            return None
+        for part in qualname.split("."):
+            if type(value) is types.ModuleType:
+                scope: Any = OBJECT_DICT(value, "__dict__")
+            elif isinstance(value, type):
+                scope = TYPE_DICT(value)
+            else:
+                return None
+            value = scope.get(part)
+        if isinstance(value, type) and Exception in MRO(value):
+            return value
+        return None
+
     # ---------------------------------------------------------------- calls
 
     def flush(self) -> None:
@@ -2071,8 +2488,9 @@ class Peer:
 
     def request(self, message: list[Any]) -> list[Any]:
         if self.failure:
-            raise (Refused if self.failure[0][0] == "REFUSED" else PeerGone)(
-                self.failure[0][1].get("message", ""))
+            kind, body = self.failure[0]
+            raise (Refused if kind in ("REFUSED", "MEMORY") else PeerGone)(
+                body.get("message", ""))
         if not self.judge:
             self.flush()
         try:
@@ -2082,7 +2500,7 @@ class Peer:
                 kind = reply[0]
                 if kind in ("ret", "stop", "exc", "refused"):
                     return reply
-                if kind in ("call", "next"):
+                if kind in ("call", "next", "get", "set"):
                     self.serve(reply)
                     continue
                 raise Unreadable(f"an unexpected message {kind!r}")
@@ -2096,11 +2514,19 @@ class Peer:
             if self.judge and not self.failure:
                 self.failure.append(("GONE", {"stage": "test", "message": str(exc)}))
             raise
+        except TooLarge as exc:
+            if self.judge and not self.failure:
+                self.failure.append(("MEMORY", {
+                    "stage": "test", "exception": "MemoryError",
+                    "message": f"a value could not cross between the program and the "
+                               f"tests: {exc}"}))
+            raise
 
     def call(self, target: str | int, args: tuple[Any, ...],
              kwargs: dict[str, Any]) -> Any:
-        message = ["call", target, [self.encode(a) for a in args],
-                   [[k, self.encode(v)] for k, v in kwargs.items()]]
+        nodes = self.encode_all([*args, *kwargs.values()])
+        message = ["call", target, nodes[:len(args)],
+                   [[k, v] for k, v in zip(kwargs, nodes[len(args):])]]
         reply = self.request(message)
         value = self.outcome(reply)
         if self.judge and len(reply) > 2:
@@ -2113,16 +2539,27 @@ class Peer:
             raise StopIteration
         return self.outcome(reply)
 
+    def get(self, target: str | int, name: str) -> Any:
+        """The attribute ``name`` of an object of the program (the judge only)."""
+        return self.outcome(self.request(["get", target, name]))
+
+    def set(self, target: str | int, name: str, value: Any) -> None:
+        """Set the attribute ``name`` of an object of the program (the judge only)."""
+        self.outcome(self.request(["set", target, name, self.encode(value)]))
+
     def outcome(self, reply: list[Any]) -> Any:
         kind = reply[0]
         if kind == "ret":
             return reply[1]
         if kind == "refused":
             message = str(reply[1])
+            too_large = len(reply) > 2 and reply[2] == "MEMORY"
             if self.judge and not self.failure:
-                self.failure.append(("REFUSED", {
-                    "stage": "test", "exception": "UntrustedReturn",
-                    "message": message}))
+                self.failure.append(("MEMORY", {
+                    "stage": "test", "exception": "MemoryError", "message": message})
+                    if too_large else ("REFUSED", {
+                        "stage": "test", "exception": "UntrustedReturn",
+                        "message": message}))
             raise Refused(message)
         if kind == "exc":
             raise self.exception(reply)
@@ -2133,18 +2570,9 @@ class Peer:
                  if type(reply[1]) is list else [])
         message = reply[2] if type(reply[2]) is str else ""
         where = reply[3] if len(reply) > 3 and type(reply[3]) is str else None
+        details = reply[4] if len(reply) > 4 and type(reply[4]) is list and \
+            len(reply[4]) == 3 else [None, None, None]
         first = names[0] if names else "?"
-        cls: type[BaseException] = ProgramError
-        for name in names:
-            found = getattr(builtins, name, None)
-            if isinstance(found, type) and issubclass(found, Exception):
-                cls = found
-                break
-        if cls in (StopIteration, StopAsyncIteration):
-            # As PEP 479 does for generators: a call that raises StopIteration must
-            # not end the tests' loop (``all(map(candidate, xs))``) as if exhausted.
-            cls = RuntimeError
-            message = f"the program raised {first}: {message}"
         if "Exception" not in names:  # SystemExit, KeyboardInterrupt...
             exc: BaseException = ProgramExit(message)
             if self.judge and not self.failure:
@@ -2156,14 +2584,73 @@ class Peer:
                     body["where"] = where
                 kind = "EXIT" if first == "SystemExit" else "ERROR"
                 self.failure.append((kind, body))
+            exc.ctx_name = first  # type: ignore[attr-defined]
+            exc.ctx_where = where  # type: ignore[attr-defined]
+            return exc
+        cls: type[BaseException] = ProgramError
+        given, args, attrs = details
+        if type(given) is type and Exception in MRO(given):
+            cls = given  # the program's class as the judge knows it (decode_class)
         else:
+            for name in names:
+                found = getattr(builtins, name, None)
+                if isinstance(found, type) and issubclass(found, Exception):
+                    cls = found
+                    break
+        if issubclass(cls, (StopIteration, StopAsyncIteration)):
+            # As PEP 479 does for generators: a call that raises StopIteration must
+            # not end the tests' loop (``all(map(candidate, xs))``) as if exhausted.
+            cls = RuntimeError
+            message = f"the program raised {first}: {message}"
+            args = None
+        if type(args) is not tuple:
+            args = (message,)
+        try:
+            exc = cls(*args)
+        except BaseException:  # noqa: BLE001 (a class whose __init__ wants more)
             try:
-                exc = cls(message)
-            except BaseException:  # noqa: BLE001 (e.g. UnicodeDecodeError's arguments)
+                exc = cls.__new__(cls, *args)
+            except BaseException:  # noqa: BLE001
                 exc = ProgramError(message)
+        if type(attrs) is list:
+            for pair in attrs:
+                if type(pair) is list and len(pair) == 2 and type(pair[0]) is str \
+                        and not pair[0].startswith(("__", "ctx_", "_ctx_")):
+                    try:
+                        setattr(exc, pair[0], pair[1])
+                    except BaseException:  # noqa: BLE001
+                        pass
+        if resolve(type(exc), "__str__") is _mirror_str:
+            OBJECT_DICT(exc, "__dict__")[MESSAGE_ATTR] = message
         exc.ctx_name = first  # type: ignore[attr-defined]
         exc.ctx_where = where  # type: ignore[attr-defined]
         return exc
+
+    def exception_details(self, exc: BaseException) -> list[Any] | None:
+        """What the judge rebuilds the program's exception from: its class, its
+        ``args`` and its attributes, each as data (None for one that cannot be)."""
+        if self.judge:
+            return None  # the tests' exceptions reach the program by name only
+        details: list[Any] = [None, None, []]
+        try:
+            details[0] = self.encode(type(exc))
+        except BaseException:  # noqa: BLE001
+            pass
+        try:
+            details[1] = self.encode(EXCEPTION_ARGS(exc))
+        except BaseException:  # noqa: BLE001
+            pass
+        try:
+            attrs = list(OBJECT_DICT(exc, "__dict__").items())
+        except BaseException:  # noqa: BLE001
+            attrs = []
+        for key, value in attrs[:100]:
+            if type(key) is str and not key.startswith("__"):
+                try:
+                    details[2].append([key, self.encode(value)])
+                except BaseException:  # noqa: BLE001
+                    pass
+        return details
 
     def copy_back(self, args: tuple[Any, ...], changed: Any) -> None:
         """The program changed a list, dict or set argument in place: so do we."""
@@ -2184,19 +2671,48 @@ class Peer:
             elif type(mine) is bytearray:
                 mine[:] = theirs
 
+    def target(self, target: Any) -> Any:
+        if type(target) is str and not self.judge:
+            return self.namespace[target]
+        return self.objects[target]
+
+    def same_method(self, target: Any, name: str, value: Any) -> Any:
+        """The bound method ``value`` read as ``target.name`` again: the one the
+        judge holds already, when it is the same (one handle, not one per read)."""
+        if type(value) is not types.MethodType:
+            return value
+        key = (target, name)
+        known = self.methods.get(key)
+        if known is not None:
+            old = self.objects.get(known)
+            if type(old) is types.MethodType and old.__func__ is value.__func__ \
+                    and old.__self__ is value.__self__:
+                return old
+        self.methods[key] = self.handle(value)
+        return value
+
+    def exception_reply(self, exc: BaseException) -> list[Any]:
+        return ["exc", exception_names(exc), exception_message(exc),
+                innermost(exc, "solution.py" if not self.judge else "test.py"),
+                self.exception_details(exc)]
+
     def serve(self, message: list[Any]) -> None:
         """Answer one request of the other process."""
         kind = message[0]
+        target = message[1] if len(message) > 1 else None
+        what = (f"{target}()" if kind == "call" and type(target) is str
+                else "a function of the program" if kind == "call"
+                else "an attribute of an object of the program" if kind in ("get", "set")
+                else "an iterator of the program")
+        encoding = False  # the request was answered; its answer is being encoded
         try:
             if kind == "call" and len(message) == 4:
                 target, args, kwargs = message[1], message[2], message[3]
-                if type(target) is str and not self.judge:
-                    function = self.namespace[target]
-                else:
-                    function = self.objects[target]
+                function = self.target(target)
                 value = function(*args, **{k: v for k, v in kwargs})
                 if not self.judge:
                     self.restore_builtins()
+                encoding = True
                 reply = ["ret", self.encode(value), []]
                 if not self.judge:
                     reply[2] = [[i, self.encode(a)] for i, a in enumerate(args)
@@ -2210,25 +2726,48 @@ class Peer:
                     stopped = True
                 if not self.judge:
                     self.restore_builtins()
+                encoding = True
                 reply = ["stop"] if stopped else ["ret", self.encode(value)]
+            elif kind in ("get", "set") and not self.judge and \
+                    len(message) == (3 if kind == "get" else 4) and \
+                    type(message[2]) is str:
+                target, name = message[1], message[2]
+                obj = self.target(target)
+                if kind == "set":
+                    setattr(obj, name, message[3])
+                    value = None
+                else:
+                    value = self.same_method(target, name, getattr(obj, name))
+                self.restore_builtins()
+                encoding = True
+                reply = ["ret", self.encode(value)]
             else:
-                raise PeerGone(f"an unexpected request {kind!r}")
+                # Attributes are read only in the program's process: the judge
+                # never lets the program read one of the tests' objects.
+                raise Unreadable(f"an unexpected request {kind!r}")
+            body = self.frame(reply)
         except PeerGone:
             raise
         except Refused as exc:
-            what = (f"{message[1]}()" if kind == "call" and type(message[1]) is str
-                    else "a function of the program" if kind == "call"
-                    else "an iterator of the program")
-            reply = ["refused", f"{what} returned {exc}; the tests take only values "
-                     "that behave as builtin or standard-library ones"]
+            body = self.frame(["refused", f"{what} returned {exc}; the tests take only "
+                               "values that behave as builtin or standard-library ones"])
+        except TooLarge as exc:
+            body = self.frame(["refused", f"{what} returned {exc}", "MEMORY"])
         except BaseException as exc:  # noqa: BLE001 (the function's own exception)
             if not self.judge:
                 self.restore_builtins()
-            reply = ["exc", exception_names(exc), exception_message(exc),
-                     innermost(exc, "solution.py" if not self.judge else "test.py")]
+            if encoding and isinstance(exc, MemoryError):
+                body = self.frame(["refused", f"{what} returned a value too large to "
+                                   "encode as data within the memory limit", "MEMORY"])
+            else:
+                reply = self.exception_reply(exc)
+                try:
+                    body = self.frame(reply)
+                except BaseException:  # noqa: BLE001 (its details are too large)
+                    body = self.frame(reply[:4] + [None])
         if not self.judge:
             self.flush()
-        self.send(reply)
+        self.send(body)
 
     def serve_forever(self) -> None:
         while True:
@@ -2236,7 +2775,225 @@ class Peer:
                 message = self.receive()
             except PeerGone:
                 return
+            except TooLarge as exc:  # the tests' arguments, too large to rebuild here
+                self.send(["refused", f"the program's process received {exc}",
+                           "MEMORY"])
+                continue
             self.serve(message)
+
+
+# ------------------------------------------------------------------ standard-library values
+# Each value crosses as its fields, read through its class's own descriptors, and is
+# rebuilt by the receiver's class from them (STDLIB_DECODERS).
+
+
+def _tzinfo(peer: Peer, tz: Any, d: int) -> Any:
+    if tz is None or type(tz) is datetime.timezone:
+        return peer._enc(tz, d)
+    zoneinfo = peer._modules.get("zoneinfo")
+    zone = getattr(zoneinfo, "ZoneInfo", None) if type(zoneinfo) is types.ModuleType \
+        else None
+    if zone is not None and type(tz) is zone and type(tz.key) is str:
+        return {"Dzi": tz.key}
+    raise Refused(f"a datetime whose tzinfo is an object of type "
+                  f"{peer.class_name(type(tz))} (a datetime.timezone or a "
+                  "zoneinfo.ZoneInfo of a key crosses)")
+
+
+def _enc_datetime(peer: Peer, value: Any, d: int) -> Any:
+    fields = [f(value) for f in DATETIME_FIELDS]
+    fields[7] = _tzinfo(peer, fields[7], d)
+    return {"Dt": fields}
+
+
+def _enc_time(peer: Peer, value: Any, d: int) -> Any:
+    fields = [f(value) for f in TIME_FIELDS]
+    fields[4] = _tzinfo(peer, fields[4], d)
+    return {"Dm": fields}
+
+
+def _enc_match(peer: Peer, value: Any, d: int) -> Any:
+    pattern, string, pos, endpos, regs = (f(value) for f in MATCH_FIELDS)
+    return {"Rm": [peer._enc(pattern, d), peer._enc(string, d), pos, endpos,
+                   [list(span) for span in regs]]}
+
+
+def _enc_memoryview(peer: Peer, value: Any, d: int) -> Any:
+    fmt, _itemsize, shape, readonly = (f(value) for f in VIEW_FIELDS)
+    if fmt not in VIEW_FORMATS:
+        raise Refused(f"a memoryview of format {fmt!r} (a view of native single items "
+                      f"crosses: {''.join(sorted(VIEW_FORMATS))})")
+    return {"mv": [fmt, list(shape), bool(readonly), b64(VIEW_BYTES(value))]}
+
+
+def _enc_chainmap(peer: Peer, value: Any, d: int) -> Any:
+    maps = OBJECT_DICT(value, "__dict__").get("maps")
+    if type(maps) is not list:
+        raise Refused("a ChainMap whose maps are not a list")
+    return {"cm": [peer._enc(m, d) for m in maps]}
+
+
+def _enc_namespace(peer: Peer, value: Any, d: int) -> Any:
+    attrs = OBJECT_DICT(value, "__dict__")
+    if not all(type(k) is str for k in attrs):
+        raise Refused("a SimpleNamespace with an attribute that is no str")
+    return {"ns": [[k, peer._enc(v, d)] for k, v in attrs.items()]}
+
+
+STDLIB_ENCODERS: dict[type, Callable[[Peer, Any, int], Any]] = {
+    datetime.date: lambda peer, v, d: {"Dd": [f(v) for f in DATE_FIELDS]},
+    datetime.datetime: _enc_datetime,
+    datetime.time: _enc_time,
+    datetime.timedelta: lambda peer, v, d: {"Dl": [f(v) for f in DELTA_FIELDS]},
+    datetime.timezone: lambda peer, v, d: {"Dz": [peer._enc(a, d)
+                                                  for a in TIMEZONE_ARGS(v)]},
+    re.Pattern: lambda peer, v, d: {"Rp": [peer._enc(PATTERN_FIELDS[0](v), d),
+                                           PATTERN_FIELDS[1](v)]},
+    re.Match: _enc_match,
+    array.array: lambda peer, v, d: {"A": [ARRAY_TYPECODE(v), b64(ARRAY_BYTES(v))]},
+    memoryview: _enc_memoryview,
+    types.MappingProxyType: lambda peer, v, d: {"mp": peer._enc(PROXY_COPY(v), d)},
+    collections.ChainMap: _enc_chainmap,
+    types.SimpleNamespace: _enc_namespace,
+}
+#: The mappings a ChainMap or a mappingproxy is rebuilt over.
+MAPPING_TYPES = frozenset({dict, collections.Counter, collections.OrderedDict,
+                           collections.defaultdict, types.MappingProxyType,
+                           collections.ChainMap})
+
+
+def _dec_datetime(peer: Peer, data: Any) -> Any:
+    year, month, day, hour, minute, second, micro, tz, fold = data
+    return datetime.datetime(year, month, day, hour, minute, second, micro, tz,
+                             fold=fold)
+
+
+def _dec_time(peer: Peer, data: Any) -> Any:
+    hour, minute, second, micro, tz, fold = data
+    return datetime.time(hour, minute, second, micro, tz, fold=fold)
+
+
+def _dec_delta(peer: Peer, data: Any) -> Any:
+    days, seconds, micro = data
+    return datetime.timedelta(days, seconds, micro)
+
+
+def _dec_pattern(peer: Peer, data: Any) -> Any:
+    pattern, flags = data
+    if type(pattern) not in (str, bytes) or type(flags) is not int:
+        raise ValueError("a pattern is its text and flags")
+    return re.compile(pattern, flags)
+
+
+def _dec_match(peer: Peer, data: Any) -> Any:
+    """The match again, found by the pattern itself in the string: a genuine
+    ``re.Match``, which must span what the program's did."""
+    pattern, string, pos, endpos, regs = data
+    if type(pattern) is not re.Pattern or type(string) not in (str, bytes, bytearray) \
+            or type(pos) is not int or type(endpos) is not int or type(regs) is not list \
+            or not regs or not all(type(r) is list and len(r) == 2 and
+                                   all(type(i) is int for i in r) for r in regs):
+        raise ValueError("a match is its pattern, string, bounds and spans")
+    spans = tuple(tuple(r) for r in regs)
+    start, end = spans[0]
+    for again in (lambda: pattern.match(string, start, endpos),
+                  lambda: pattern.fullmatch(string, start, endpos),
+                  lambda: pattern.fullmatch(string, start, end),
+                  lambda: pattern.search(string, pos, endpos)):
+        found = again()
+        if found is not None and found.regs == spans:
+            return found
+    raise ValueError("a re.Match its pattern does not find in its string")
+
+
+def _dec_array(peer: Peer, data: Any) -> Any:
+    typecode, payload = data
+    if type(typecode) is not str:
+        raise ValueError("an array's typecode is a str")
+    value = array.array(typecode)
+    value.frombytes(unb64(payload))
+    return value
+
+
+def _dec_memoryview(peer: Peer, data: Any) -> Any:
+    fmt, shape, readonly, payload = data
+    if fmt not in VIEW_FORMATS or type(shape) is not list or type(readonly) is not bool:
+        raise ValueError("a memoryview is its format, shape and bytes")
+    raw = unb64(payload)
+    view = memoryview(raw if readonly else bytearray(raw))
+    if fmt != "B" or len(shape) != 1:
+        view = view.cast(fmt, shape)
+    elif shape != [len(raw)]:
+        raise ValueError("a memoryview's shape is its length")
+    return view
+
+
+def _dec_proxy(peer: Peer, data: Any) -> Any:
+    if type(data) not in MAPPING_TYPES:
+        raise ValueError("a mappingproxy is over a mapping")
+    return types.MappingProxyType(data)
+
+
+def _dec_chainmap(peer: Peer, data: Any) -> Any:
+    if type(data) is not list or not all(type(m) in MAPPING_TYPES for m in data):
+        raise ValueError("a ChainMap is over mappings")
+    return collections.ChainMap(*data)
+
+
+def _dec_namespace(peer: Peer, data: Any) -> Any:
+    return types.SimpleNamespace(**{k: v for k, v in data})
+
+
+STDLIB_DECODERS: dict[str, Callable[[Peer, Any], Any]] = {
+    "Dd": lambda peer, data: datetime.date(*data),
+    "Dt": _dec_datetime,
+    "Dm": _dec_time,
+    "Dl": _dec_delta,
+    "Dz": lambda peer, data: datetime.timezone(*data),
+    "Dzi": lambda peer, data: peer._import("zoneinfo").ZoneInfo(data),
+    "Rp": _dec_pattern,
+    "Rm": _dec_match,
+    "A": _dec_array,
+    "mv": _dec_memoryview,
+    "mp": _dec_proxy,
+    "cm": _dec_chainmap,
+    "ns": _dec_namespace,
+}
+
+
+def decode_numpy(numpy: Any, tag: str, data: Any) -> Any:
+    """A numpy array (``nd``) or scalar (``npv``) rebuilt by this process's numpy
+    from its dtype, shape and bytes (or items)."""
+    if tag == "npv":
+        spec, payload = data
+        dtype = numpy.dtype(spec)
+        raw = unb64(payload)
+        if dtype.hasobject or len(raw) != dtype.itemsize:
+            raise ValueError("a numpy scalar is its dtype and bytes")
+        if not dtype.itemsize:
+            return numpy.zeros((), dtype)[()]
+        return numpy.frombuffer(raw, dtype=dtype)[0]
+    spec, shape, payload, objects = data
+    dtype = numpy.dtype(spec)
+    if type(shape) is not list or not all(type(n) is int and n >= 0 for n in shape):
+        raise ValueError("a numpy array's shape is a list of sizes")
+    count = math.prod(shape)
+    if objects:
+        if dtype != numpy.dtype(object) or type(payload) is not list or \
+                len(payload) != count:
+            raise ValueError("an array of objects is its items")
+        flat = numpy.empty(count, dtype=object)
+        for i, item in enumerate(payload):
+            flat[i] = item
+        return flat.reshape(shape)
+    if dtype.hasobject:
+        raise ValueError("an array of objects crosses item by item")
+    raw = unb64(payload)
+    if len(raw) != count * dtype.itemsize:
+        raise ValueError("a numpy array's bytes are its items")
+    if not raw:
+        return numpy.zeros(shape, dtype)
+    return numpy.frombuffer(raw, dtype=dtype, count=count).reshape(shape).copy()
 
 
 def exception_names(exc: BaseException) -> list[str]:
@@ -2353,8 +3110,18 @@ def program_main(solution: str, peer: Peer) -> NoReturn:
     try:
         names = [n for n, v in list(namespace.items())
                  if type(n) is str and not n.startswith("__") and callable(v)]
+        # The exception classes among them cross as classes (the tests ``except``
+        # them); the others are functions the tests call.
+        classes = []
+        for name in names:
+            value = namespace.get(name)
+            if isinstance(value, type) and BaseException in MRO(value):
+                try:
+                    classes.append([name, peer.encode(value)])
+                except BaseException:  # noqa: BLE001
+                    pass
         peer.flush()
-        peer.send(["ready", names])
+        peer.send(["ready", names, classes])
         peer.serve_forever()
     except BaseException:  # noqa: BLE001
         exit_now(1)
@@ -2419,6 +3186,11 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
                 prompt_error = describe(exc, "test", "prompt.py")
                 prompt_error["message"] = ("the prompt's definitions could not run for "
                                            "the tests: " + prompt_error["message"])
+    # The prompt's exception classes: the program's class of the same name, raised
+    # in a call, is caught by the tests' ``except`` of the prompt's.
+    peer.prompt_classes = {n: v for n, v in namespace.items()
+                           if isinstance(v, type) and issubclass(v, BaseException)
+                           and v.__module__ == "test"}
     try:
         first = peer.receive()
     except Unreadable as exc:
@@ -2426,6 +3198,9 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
                            "message": f"the program's process sent {exc}"})
     except PeerGone:
         report("GONE", {"stage": "solution"})
+    except TooLarge as exc:
+        report("MEMORY", {"stage": "solution", "exception": "MemoryError",
+                          "message": f"the program's process sent {exc}"})
     if first[0] == "failed" and len(first) == 3 and type(first[2]) is dict:
         kind = (first[1] if first[1] in ("SYNTAX", "MEMORY", "EXIT", "ERROR")
                 else "ERROR")
@@ -2433,22 +3208,27 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
                 if k in ("stage", "exception", "message", "where") and type(v) is str}
         body["stage"] = "solution"
         report(kind, body)
-    if first[0] != "ready" or len(first) != 2 or type(first[1]) is not list:
+    if first[0] != "ready" or len(first) != 3 or type(first[1]) is not list or \
+            type(first[2]) is not list:
         report("REFUSED", {"stage": "solution", "exception": "UntrustedReturn",
                            "message": "the program's process sent what the sandbox "
                                       "never sends"})
     if prompt_error is not None:
         report("ERROR", prompt_error)
     names = {n for n in first[1] if type(n) is str}
+    classes = {item[0]: item[1] for item in first[2]
+               if type(item) is list and len(item) == 2 and type(item[0]) is str
+               and isinstance(item[1], type) and issubclass(item[1], BaseException)}
     keep = [n for n in spec.get("keep") or () if type(n) is str]
     for name in names:
         # What the prompt defines stays the prompt's; a builtin the program shadows
-        # (``def abs(x): return 0``) stays the builtin.
+        # (``def abs(x): return 0``) stays the builtin. The program's exception
+        # classes are classes the judge built (see Peer.decode_class).
         if name not in keep and name not in namespace and not hasattr(builtins, name):
-            namespace[name] = RemoteFunction(peer, name, name)
+            namespace[name] = classes.get(name) or RemoteFunction(peer, name, name)
     for name in keep:
         if name in names:
-            namespace[name] = RemoteFunction(peer, name, name)
+            namespace[name] = classes.get(name) or RemoteFunction(peer, name, name)
         else:
             namespace.pop(name, None)
     try:
@@ -2456,10 +3236,18 @@ def judge_main(spec: dict[str, Any], peer: Peer) -> NoReturn:
         call = spec.get("call")
         if call:
             function, argument = call
-            if argument not in names:
+            # An entry point is a name, or an expression of one (LeetCode's
+            # ``Solution().twoSum``), evaluated here over the program's stand-ins.
+            head = re.match(r"[^\d\W]\w*", argument)
+            if head is None or head.group() not in names:
                 raise NameError(f"name {argument!r} is not defined: the solution does "
                                 f"not define the entry point {argument!r}")
-            namespace[function](namespace[argument])
+            if argument.isidentifier():
+                candidate = namespace[argument]
+            else:
+                candidate = eval(compile(argument, "<entry point>", "eval",
+                                         dont_inherit=True), namespace)
+            namespace[function](candidate)
     except BaseException as exc:  # noqa: BLE001
         fail(exc, "test")
     if peer.failure:  # the tests caught a refusal, or the program's end
