@@ -91,7 +91,7 @@ def test_the_judge_does_not_read_a_tool_call_as_an_empty_rating() -> None:
 def test_proxy_timeout_and_retries_options(project: pytest.Pytester) -> None:
     with FakeLLM() as llm:
         llm.push(*[Reply("slow", delay=3.0) for _ in range(8)])
-        result = project.runpytest_subprocess(
+        project.runpytest_subprocess(
             "--ctxbench-dataset=qa.jsonl",
             f"--ctxbench-proxy={llm.base_url}",
             "--ctxbench-proxy-timeout=0.2",
