@@ -637,6 +637,13 @@ def evaluate(
             by_family[fam] = (
                 list(evaluators) if evaluators is not None else default_evaluators({fam})
             )
+    from .evaluators import FIELD_EVALUATORS, field_evaluators
+
+    fields = {name for ex in examples for name in FIELD_EVALUATORS if name in ex}
+    if fields:
+        # Evaluators an example's own fields call for (expected_trajectory:
+        # TrajectoryMatch); each scores only the examples carrying its field.
+        by_family = {fam: [*evs, *field_evaluators(fields, evs)] for fam, evs in by_family.items()}
     if any("assert" in ex for ex in examples):
         # The examples' own assertions (docs/assertions.md); file:// paths are read
         # from the dataset file's directory (else the current one).
