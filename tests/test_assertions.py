@@ -243,3 +243,13 @@ def test_a_budget_value_may_be_templated() -> None:
     compiled = A.compile_asserts([{"type": "max-steps", "value": "{{budget}}"}], variables={"budget": 3})
     assert compiled[0].prepared == 3
     assert A.compile_asserts([{"type": "max-tokens", "value": 2.0}])[0].prepared == 2
+
+
+def test_budgets_count_100000_steps() -> None:
+    steps = [{"role": "assistant", "content": "", "tool_calls": [_tc("search", f"c{i}")]}
+             if i % 2 else {"role": "tool", "content": "r", "tool_call_id": f"c{i - 1}"}
+             for i in range(100_000)]
+    _, details = _budget([{"type": "max-steps", "value": 50_000}, {"type": "max-tool-calls", "value": 49_999}],
+                         {"trajectory": steps})
+    assert details["1. max-steps"] == "pass"
+    assert details["2. max-tool-calls"] == "FAIL: Tool calls: 50,000, more than max-tool-calls 49,999"

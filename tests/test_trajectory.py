@@ -496,6 +496,7 @@ def test_control_characters_in_a_tool_name_stay_inert(pytester: pytest.Pytester)
     result = _run(pytester, "--ctxbench-markdown=out.md")
     out = result.stdout.str() + result.stderr.str()
     assert "\x1b[2J" not in out and "\u202e" not in out
+    assert "get\\u001b[2J\\u001b[32mweather\\u202e" in out, out  # shown, escaped
     reason = read_json(pytester.path / "out.json")["rows"][0]["metadata"]["trajectory_match"]["reason"]
     assert "\x1b" not in reason and "\u202e" not in reason
     assert "get\\u001b[2J\\u001b[32mweather\\u202e" in reason, reason
@@ -549,6 +550,24 @@ def test_a_bad_expected_trajectory_in_json_and_csv(pytester: pytest.Pytester) ->
     (pytester.path / "agent.csv").write_text('id,question,expected_trajectory\nx,q,"[{""role"""\n')
     line = usage_line(_run(pytester, dataset="agent.csv"))
     assert "agent.csv:2" in line and "column 'expected_trajectory' must hold JSON" in line, line
+
+
+def test_a_promptfoo_tests_file_with_expected_trajectories(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(agentsys=AGENT)
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    tests = [
+        {"description": "paris", "vars": {"question": "Weather in paris?", "expected_trajectory": _expected("Paris")}},
+        {"description": "lyon", "vars": {"question": "Weather in lyon?", "expected_trajectory": _expected("Paris")}},
+    ]
+    (pytester.path / "tests.json").write_text(json.dumps(tests, indent=1))
+    _run(pytester, dataset="tests.json")
+    rows = {r["example_id"]: r for r in read_json(pytester.path / "out.json")["rows"]}
+    assert {k: (r["status"], r["metadata"]["score_field"]) for k, r in rows.items()} == {
+        "paris": ("pass", "trajectory_match"), "lyon": ("below", "trajectory_match")}
+    tests[1]["vars"]["expected_trajectory"] = [{"role": "assistant", "tool_calls": "get_weather"}]
+    (pytester.path / "tests.json").write_text(json.dumps(tests, indent=1))
+    line = usage_line(_run(pytester, dataset="tests.json"))
+    assert "tests.json:" in line and "'tool_calls' must be a list of tool calls" in line, line
 
 
 # --- attacks ---------------------------------------------------------------------------
