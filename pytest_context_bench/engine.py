@@ -291,18 +291,24 @@ def score_call(
 
 
 def assertion_facts(example: dict[str, Any], latency: float, usage: Sequence[Any]) -> Any:
-    """A context manager giving latency and cost assertions what they read about the
-    call being scored: its latency (ms) and the money of ``usage`` (the System's
-    calls; ``None`` without prices). A no-op for an example without ``assert``."""
+    """A context manager giving latency, cost and max-tokens assertions what they
+    read about the call being scored: its latency (ms), the money of ``usage`` (the
+    System's calls; ``None`` without prices) and their tokens (prompt + completion,
+    cache hits included; ``None`` when no reply was measured, or one reported a
+    count that cannot be read). A no-op for an example without ``assert``."""
     if "assert" not in example:
         return contextlib.nullcontext()
     from .evaluators.assertions import call_facts
     from .pricing import active_prices, usage_summary
 
     prices = active_prices()
-    summary = usage_summary(usage, prices) if prices else None
-    cost = None if summary is None else summary.get("cost_usd")
-    return call_facts(latency_ms=latency * 1000.0, cost=cost)
+    summary = usage_summary(usage, prices or {})
+    cost = None if summary is None or not prices else summary.get("cost_usd")
+    tokens = (
+        None if summary is None or summary.get("bad_usage")
+        else int(summary["prompt_tokens"]) + int(summary["completion_tokens"])
+    )
+    return call_facts(latency_ms=latency * 1000.0, cost=cost, tokens=tokens)
 
 
 def score_processed(
@@ -637,6 +643,13 @@ def evaluate(
             by_family[fam] = (
                 list(evaluators) if evaluators is not None else default_evaluators({fam})
             )
+    from .evaluators import FIELD_EVALUATORS, field_evaluators
+
+    fields = {name for ex in examples for name in FIELD_EVALUATORS if name in ex}
+    if fields:
+        # Evaluators an example's own fields call for (expected_trajectory:
+        # TrajectoryMatch); each scores only the examples carrying its field.
+        by_family = {fam: [*evs, *field_evaluators(fields, evs)] for fam, evs in by_family.items()}
     if any("assert" in ex for ex in examples):
         # The examples' own assertions (docs/assertions.md); file:// paths are read
         # from the dataset file's directory (else the current one).

@@ -128,3 +128,128 @@ def test_json_nested_too_deep_to_read_is_an_error_not_a_verdict() -> None:
             _run([kind], deep)
     with pytest.raises(ExampleDataError, match=r"the python assertion raised ZeroDivisionError"):
         _run([{"type": "python", "value": "1 / 0"}], "x")
+
+
+# --- agent budgets (issue 35) ----------------------------------------------------------
+
+
+def _tc(name: str, ident: str = "") -> dict:
+    return {"id": ident, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+_STEPS = [
+    {"role": "user", "content": "q"},
+    {"role": "assistant", "content": "", "tool_calls": [_tc("search", "c1"), _tc("fetch", "c2")]},
+    {"role": "tool", "content": "r", "tool_call_id": "c1"},
+    {"role": "tool", "content": "r", "tool_call_id": "c2"},
+    {"type": "ai", "content": "", "tool_calls": [{"name": "answer", "args": {}, "id": "c3"}]},
+]
+
+
+def _budget(asserts: list[dict], processed: dict, **facts: object) -> tuple[dict, dict]:
+    example = {"id": "x", "question": "q", "assert": asserts}
+    with A.call_facts(**facts):
+        return A.Assertions().score_details(example, {"response": "r", **processed})
+
+
+def test_max_steps_counts_the_assistant_steps() -> None:
+    scores, details = _budget(
+        [{"type": "max-steps", "value": 2}, {"type": "max-steps", "value": 1},
+         {"type": "not-max-steps", "value": 1}, {"type": "not-max-steps", "value": 2}],
+        {"trajectory": _STEPS})
+    assert [details[f"{i}. {t}"] for i, t in enumerate(
+        ["max-steps", "max-steps", "not-max-steps", "not-max-steps"], 1)] == [
+        "pass",
+        "FAIL: Assistant steps in the trajectory: 2, more than max-steps 1",
+        "pass",
+        "FAIL: Assistant steps in the trajectory: 2, within max-steps 2 (not-max-steps wants more)",
+    ]
+    assert scores["assert_score"] == 0.5
+    # no trajectory: the steps are unknown, which is the row's error (never a pass)
+    with pytest.raises(ExampleDataError, match="max-steps assertion needs the System's steps"):
+        _budget([{"type": "max-steps", "value": 9}], {"tool_calls": [_tc("f")]})
+    with pytest.raises(ExampleDataError, match="step 1 has no role"):
+        _budget([{"type": "max-steps", "value": 9}], {"trajectory": [{"content": "x"}]})
+
+
+def test_max_tool_calls_counts_the_trajectory_and_the_reply() -> None:
+    def calls(processed: dict, limit: int) -> str:
+        return _budget([{"type": "max-tool-calls", "value": limit}], processed)[1]["1. max-tool-calls"]
+
+    assert calls({"trajectory": _STEPS}, 3) == "pass"
+    assert calls({"trajectory": _STEPS}, 2) == "FAIL: Tool calls: 3, more than max-tool-calls 2"
+    # the reply's tool_calls count too; one already in the trajectory (same id) once
+    reply = [_tc("answer", "c3"), _tc("extra", "c4"), _tc("anonymous"), _tc("anonymous")]
+    assert calls({"trajectory": _STEPS, "tool_calls": reply}, 5) == "FAIL: Tool calls: 6, more than max-tool-calls 5"
+    assert calls({"tool_calls": reply}, 4) == "pass"
+    assert calls({}, 0) == "pass"  # no call made, none reported
+    with pytest.raises(ExampleDataError, match="'tool_calls' must be a list"):
+        calls({"tool_calls": "search"}, 1)
+
+
+def test_max_tokens_reads_the_calls_or_the_reported_usage() -> None:
+    def tokens(processed: dict, limit: int, **facts: object) -> str:
+        return _budget([{"type": "max-tokens", "value": limit}], processed, **facts)[1]["1. max-tokens"]
+
+    assert tokens({}, 100, tokens=100) == "pass"
+    assert tokens({}, 99, tokens=100) == "FAIL: LLM tokens (prompt + completion): 100, more than max-tokens 99"
+    # measured calls first; the System's own api_usage when none was measured
+    usage = {"api_usage": {"prompt_tokens": 70, "completion_tokens": 40}}
+    assert tokens(usage, 100, tokens=100) == "pass"
+    assert tokens(usage, 100) == "FAIL: LLM tokens (prompt + completion): 110, more than max-tokens 100"
+    assert tokens({"api_usage": {"completion_tokens": 5}}, 5) == "pass"
+    with pytest.raises(ExampleDataError, match="max-tokens assertion needs the tokens"):
+        tokens({}, 100)
+    with pytest.raises(ExampleDataError, match="not a token count"):
+        tokens({"api_usage": {"prompt_tokens": -3}}, 100)
+
+
+def test_max_tokens_through_evaluate_counts_the_systems_calls() -> None:
+    """Tokens measured at the transport: prompt + completion of the System's LLM
+    calls (the fake counts words), whatever the System reports."""
+    import pytest_context_bench
+    from pytest_context_bench.testing import FakeLLM, Reply
+
+    with FakeLLM(handler=lambda request: Reply(text="one two three")) as server:
+
+        class Agent:
+            name = "agent"
+
+            def process(self, example: dict) -> dict:
+                with pytest_context_bench.http_client(timeout=30) as client:
+                    for _ in range(2):  # two calls: (4 + 3) tokens each
+                        client.post(server.base_url + "/v1/chat/completions", json={
+                            "model": "m", "messages": [{"role": "user", "content": "a b c d"}]})
+                return {**example, "response": "done", "api_usage": {"prompt_tokens": 1}}
+
+        examples = [{"id": "a", "question": "q", "assert": [{"type": "max-tokens", "value": 14}]},
+                    {"id": "b", "question": "q", "assert": [{"type": "max-tokens", "value": 13}]}]
+        result = evaluate([Agent()], examples, progress=False)
+    rows = {r.example_id: r for r in result.rows}
+    assert rows["a"].scores["assert_pass"] == 1.0, rows["a"]
+    assert rows["b"].metadata["assertions"]["1. max-tokens"] == (
+        "FAIL: LLM tokens (prompt + completion): 14, more than max-tokens 13")
+
+
+@pytest.mark.parametrize(
+    "value", [-1, 2.5, "two", True, None, float("nan"), float("inf"), [3], "-1", "1e3"])
+@pytest.mark.parametrize("kind", ["max-steps", "not-max-tool-calls", "max-tokens"])
+def test_a_budget_needs_a_whole_number(kind: str, value: object) -> None:
+    with pytest.raises(A.AssertionError_, match="needs a 'value': the most .*, a whole number >= 0"):
+        A.compile_asserts([{"type": kind, "value": value}])
+
+
+def test_a_budget_value_may_be_templated() -> None:
+    compiled = A.compile_asserts([{"type": "max-steps", "value": "{{budget}}"}], variables={"budget": 3})
+    assert compiled[0].prepared == 3
+    assert A.compile_asserts([{"type": "max-tokens", "value": 2.0}])[0].prepared == 2
+
+
+def test_budgets_count_100000_steps() -> None:
+    steps = [{"role": "assistant", "content": "", "tool_calls": [_tc("search", f"c{i}")]}
+             if i % 2 else {"role": "tool", "content": "r", "tool_call_id": f"c{i - 1}"}
+             for i in range(100_000)]
+    _, details = _budget([{"type": "max-steps", "value": 50_000}, {"type": "max-tool-calls", "value": 49_999}],
+                         {"trajectory": steps})
+    assert details["1. max-steps"] == "pass"
+    assert details["2. max-tool-calls"] == "FAIL: Tool calls: 50,000, more than max-tool-calls 49,999"

@@ -20,6 +20,13 @@ proxy (``--ctxbench-proxy``), plain sync httpx through
 ``async_http_client()``, a System that hands its call to a thread pool of its own,
 and one that streams its reply (``"stream": true``, server-sent events read chunk
 by chunk through ``http_client()``; issue 28).
+A third origin, an agent's (issue 35): a marked test whose examples carry an
+``expected_trajectory`` and agent budgets (``max-steps``, ``max-tool-calls``,
+``max-tokens``), run by the same Systems, which return their steps (the proxy through
+a wrapper that adds them to its reply): a right answer takes one lookup, a wrong one
+looks again, so TrajectoryMatch and the
+budgets fail exactly the wrong answers, and ``max-tokens`` reads each row's tokens as
+measured (or, for a call no row owns, as the System reports them).
 The endpoints answer question *i* right when ``i % 3 != 0``, so some examples pass and
 some fail; the gates are one that passes (min pass rate 0.4) and one that fails (min
 mean score 0.9), so the verdicts mean something.
@@ -75,6 +82,31 @@ def _text(response):
     return response.json()["choices"][0]["message"]["content"]
 
 
+def _usage(response):
+    return response.json()["usage"]
+
+
+def _agent(example, text, usage):
+    """For an agent example (it expects a trajectory): the steps taken, one lookup
+    when the answer is right, a second when it is not, and the usage of its call."""
+    if "expected_trajectory" not in example:
+        return {}
+    where = example["question"].split()[-1].rstrip("?")
+
+    def lookup(i):
+        call = {"id": f"c{i}", "type": "function",
+                "function": {"name": "lookup", "arguments": json.dumps({"province": where})}}
+        return [{"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "content": text, "tool_call_id": f"c{i}"}]
+
+    steps = [{"role": "user", "content": example["question"]}, *lookup(1)]
+    if text == "no idea":
+        steps += lookup(2)
+    steps.append({"role": "assistant", "content": text})
+    return {"trajectory": steps,
+            "api_usage": {k: usage[k] for k in ("prompt_tokens", "completion_tokens")}}
+
+
 class SyncHttpx:
     """Plain sync httpx through the run's client (cache, usage)."""
     name = "sync"
@@ -86,7 +118,9 @@ class SyncHttpx:
         if self._client is None:
             self._client = pytest_context_bench.http_client(timeout=30)
         url = os.environ["EQ_URL_SYNC"] + "/v1/chat/completions"
-        return {**example, "response": _text(self._client.post(url, json=_ask(example, "sync")))}
+        response = self._client.post(url, json=_ask(example, "sync"))
+        text = _text(response)
+        return {**example, "response": text, **_agent(example, text, _usage(response))}
 
 
 class AsyncHttpx:
@@ -97,7 +131,8 @@ class AsyncHttpx:
         url = os.environ["EQ_URL_ASYNC"] + "/v1/chat/completions"
         async with pytest_context_bench.async_http_client(timeout=30) as client:
             response = await client.post(url, json=_ask(example, "async"))
-        return {**example, "response": _text(response)}
+        text = _text(response)
+        return {**example, "response": text, **_agent(example, text, _usage(response))}
 
 
 class Threaded:
@@ -112,10 +147,12 @@ class Threaded:
         if self._client is None:
             self._client = pytest_context_bench.http_client(timeout=30)
         url = os.environ["EQ_URL_THREADS"] + "/v1/chat/completions"
-        return _text(self._client.post(url, json=_ask(example, "threads")))
+        response = self._client.post(url, json=_ask(example, "threads"))
+        return _text(response), _usage(response)
 
     def process(self, example):
-        return {**example, "response": self._pool.submit(self._call, example).result()}
+        text, usage = self._pool.submit(self._call, example).result()
+        return {**example, "response": text, **_agent(example, text, usage)}
 
 
 class Streamed:
@@ -131,19 +168,45 @@ class Streamed:
         url = os.environ["EQ_URL_STREAM"] + "/v1/chat/completions"
         body = {**_ask(example, "stream"), "stream": True, "stream_options": {"include_usage": True}}
         pieces = []
+        usage = None
         with self._client.stream("POST", url, json=body) as response:
             response.raise_for_status()
             for line in response.iter_lines():
                 if line.startswith("data: ") and line != "data: [DONE]":
-                    for choice in json.loads(line[6:])["choices"]:
+                    chunk = json.loads(line[6:])
+                    usage = chunk.get("usage") or usage
+                    for choice in chunk["choices"]:
                         pieces.append(choice["delta"].get("content") or "")
-        return {**example, "response": "".join(pieces)}
+        text = "".join(pieces)
+        return {**example, "response": text, **_agent(example, text, usage)}
 
 
 sync = SyncHttpx()
 async_ = AsyncHttpx()
 threads = Threaded()
 stream = Streamed()
+
+
+class _ProxyAgent:
+    """The proxy's reply, with the steps an agent would have taken to it."""
+
+    def __init__(self, proxy):
+        self.proxy = proxy
+        self.name = proxy.name
+
+    def process(self, example):
+        out = self.proxy.process(example)
+        return {**out, **_agent(example, out["response"], out["api_usage"])}
+
+
+_agents = {}
+
+
+def as_agent(system):
+    """One wrapper per System (the same object for every example)."""
+    if id(system) not in _agents:
+        _agents[id(system)] = (system, _ProxyAgent(system))
+    return _agents[id(system)][1]
 
 
 def proxy():
@@ -168,6 +231,15 @@ import pytest
 @pytest.mark.ctxbench(dataset="regions.jsonl")
 def test_marked(ctxbench_example, ctxbench_record, ctxbench_system):
     ctxbench_record.run(ctxbench_system)
+
+
+@pytest.mark.ctxbench(dataset="agents.jsonl")
+def test_agent(ctxbench_example, ctxbench_record, ctxbench_system):
+    from eqsys import as_agent
+
+    systems = ctxbench_system if isinstance(ctxbench_system, list) else [ctxbench_system]
+    # the built-in proxy returns no steps: a wrapper adds them to its reply
+    ctxbench_record.run([as_agent(s) if s.name == "proxy" else s for s in systems])
 """
 
 FIXTURE_PY = """
@@ -181,7 +253,9 @@ def ctxbench_system():
 
 GATES = ["--ctxbench-min-pass-rate=0.4", "--ctxbench-min-mean-score=0.9"]
 
-_QUESTION = re.compile(r"capital of (country|region) (\d+)")
+_QUESTION = re.compile(r"capital of (country|region|province) (\d+)")
+#: kind of place → the word of its capital in a right answer
+_TOWN = {"country": "city", "region": "town", "province": "village"}
 
 
 #: The regions (the marked test's dataset) are judged by their own assertions
@@ -191,6 +265,39 @@ _ASSERTS = [
     {"type": "not-contains", "value": "idea", "metric": "knows"},
     {"type": "regex", "value": "^town \\d+$", "weight": 2},
 ]
+
+
+#: An agent example (issue 35): the steps of one lookup, and budgets that a second
+#: lookup (a wrong answer) breaks. The weight-0 max-tokens fails on every row and so
+#: shows the row's token count in its details, compared between modes.
+_AGENT_ASSERTS = [
+    {"type": "max-steps", "value": 2},
+    {"type": "max-tool-calls", "value": 1},
+    {"type": "max-tokens", "value": 1000},
+    {"type": "not-max-tokens", "value": 0},
+    {"type": "max-tokens", "value": 1, "weight": 0},
+]
+
+
+def _agent_lines() -> str:
+    def trajectory(i: int) -> list[dict[str, Any]]:
+        call = {"id": "x", "type": "function",
+                "function": {"name": "lookup", "arguments": json.dumps({"province": str(i)})}}
+        return [{"role": "user", "content": "..."},
+                {"role": "assistant", "tool_calls": [call]},
+                {"role": "tool", "content": "...", "tool_call_id": "x"},
+                {"role": "assistant", "content": "..."}]
+
+    return "".join(
+        json.dumps({
+            "id": f"a-{i}",
+            "question": f"What is the capital of province {i}?",
+            "answer": f"village {i}",
+            "expected_trajectory": trajectory(i),
+            "assert": _AGENT_ASSERTS,
+        }) + "\n"
+        for i in range(1, N + 1)
+    )
 
 
 def _lines(kind: str, prefix: str, town: str) -> str:
@@ -237,7 +344,7 @@ class Endpoint(FakeLLM):
         with self._count_lock:
             n = self._asked[(kind, i)] = self._asked.get((kind, i), 0) + 1
         right = i % 3 == 1 or (i % 3 == 2 and (n == 1 or not self.per_request))
-        town = "city" if kind == "country" else "town"
+        town = _TOWN[kind]
         return Reply(text=f"{town} {i}" if right else "no idea")
 
 
@@ -322,6 +429,7 @@ def _project(
     """Write the project; the arguments every run of ``entry`` takes."""
     pytester.makefile(".jsonl", qa=_lines("country", "q", "city"))
     pytester.makefile(".jsonl", regions=_lines("region", "m", "town"))
+    pytester.makefile(".jsonl", agents=_agent_lines())
     pytester.makepyfile(eqsys=SYSTEMS_PY, test_marked=MARKED_PY)
     # Every call reaches the endpoint unless a mode turns the cache on.
     pytester.makeini("[pytest]\npythonpath = .\nctxbench_cache = off\n")
@@ -457,7 +565,9 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
             assert r["metadata"]["score_field"] == "assert_score", r
             assert r["scores"]["assert_score"] == (r["status"] == "pass"), r
             assert r["metadata"]["assertions"]["by_type"]["regex"] in ("0/1", "1/1"), r
-    assert len(statuses) == 2 * N * len(systems)  # two origins, N examples, per System
+        if r["example_id"].startswith("a-"):  # an agent's: its steps and budgets
+            check_agent_row(r)
+    assert len(statuses) == 3 * N * len(systems)  # three origins, N examples, per System
     for (suite, example_id), got in statuses.items():
         i = int(example_id.split("-")[1])
         passes = trials if i % 3 == 1 else (1 if i % 3 == 2 and trials > 1 else 0)
@@ -481,7 +591,8 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
             assert re.fullmatch(
                 r"http://127\.0\.0\.1:\d+/v1/chat/completions", call["url"]
             ), call
-            assert f"capital of {r['example_id'][0] == 'q' and 'country' or 'region'}" in (
+            kind = {"q": "country", "m": "region", "a": "province"}[r["example_id"][0]]
+            assert f"capital of {kind}" in (
                 call["messages"][-1]["text"]
             ), call
             assert call["reply"] == "no idea" and call["attempts"] == [
@@ -493,9 +604,30 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
     for g in doc["gates"]:
         verdicts.setdefault(g["suite"], {})[g["gate"]] = g["passed"]
     assert set(verdicts) == set(doc["summary"]), doc["gates"]
-    assert len(verdicts) == 2 * len(systems)
+    assert len(verdicts) == 3 * len(systems)
     for suite, got in verdicts.items():
         assert got == {"min_pass_rate": True, "min_mean_score": False}, (suite, got)
+
+
+def check_agent_row(r: dict[str, Any]) -> None:
+    """An agent's row: a right answer (one lookup) matches the expected trajectory
+    and keeps its budgets; a wrong one (a second lookup) breaks both; every row's
+    tokens were counted (the weight-0 max-tokens of 1 fails and says how many)."""
+    right = r["status"] == "pass"
+    assert r["metadata"]["score_field"] == "assert_score", r
+    assert r["scores"]["trajectory_match"] == float(right), r
+    details = r["metadata"]["assertions"]
+    assert details["1. max-steps"] == ("pass" if right else
+        "FAIL: Assistant steps in the trajectory: 3, more than max-steps 2"), r
+    assert details["2. max-tool-calls"] == ("pass" if right else
+        "FAIL: Tool calls: 2, more than max-tool-calls 1"), r
+    assert details["3. max-tokens"] == details["4. not-max-tokens"] == "pass", r
+    assert re.fullmatch(
+        r"FAIL: LLM tokens \(prompt \+ completion\): \d+, more than max-tokens 1 \[weight 0\]",
+        details["5. max-tokens"]), r
+    reason = r["metadata"]["trajectory_match"]["reason"]
+    assert reason.startswith("the trajectory matches (strict" if right else
+                             "step 4: the assistant made 1 tool call"), r
 
 
 _REFERENCES: dict[tuple[str, tuple[str, ...], str], dict[str, Any]] = {}
@@ -539,9 +671,9 @@ def test_every_mode_gives_the_reference_answer(
         caches = {c["cache"] for r in got["rows"] for c in r.get("calls", [])}
         assert caches == {"hit"}, caches
     if mode.requests is not None:
-        # Each call made once per example and trial (none at all on replay).
+        # Each call made once per example, origin and trial (none at all on replay).
         for system in systems:
-            assert len(endpoints[system].requests) == mode.requests * N * 2, system
+            assert len(endpoints[system].requests) == mode.requests * N * 3, system
     if mode_name == mode.reference:
         check_reference(got, systems, trials)
         _REFERENCES[key] = got
@@ -619,7 +751,7 @@ def test_adaptive_trials_every_mode_gives_the_same_answer(
     # second trial is a request of its own (answered right: q-1 is always right).
     assert trials == {("q-1", 1): "pass", ("q-1", 2): "pass", ("q-2", 1): "pass",
                       ("q-3", 1): "below"}
-    assert requests == {"serial": 2 * N + 1, "replay": 0}
+    assert requests == {"serial": 3 * N + 1, "replay": 0}  # 3 origins, one trial more
     (metric,) = [m for m in reference["baseline_comparison"]["metrics"]
                  if m["suite"] == "sync" and m["metric"] == "pass_rate"]
     # Paired on as many trials of each side, every example's mean is 0 or 1 here.

@@ -132,6 +132,10 @@ def test_gate_on_a_named_metric(pytester: pytest.Pytester) -> None:
         ({"type": "is-json", "value": {"type": "object", "requird": ["a"]}}, "unknown keyword 'requird'"),
         ({"type": "python", "value": "file://nope.py:f"}, "nope.py does not exist"),
         ({"type": "latency"}, "needs a 'threshold'"),
+        ({"type": "max-steps", "value": -1}, "needs a 'value': the most assistant steps, a whole number >= 0; got -1"),
+        ({"type": "not-max-tool-calls", "value": 1.5}, "the most tool calls, a whole number >= 0; got 1.5"),
+        ({"type": "max-tokens"}, "the most LLM tokens, a whole number >= 0; got null"),
+        ({"type": "max-step", "value": 3}, "Did you mean 'max-steps'?"),
         ({"type": "llm-rubric", "value": "polite"}, "is not run by pytest-context-bench"),
     ],
 )

@@ -144,11 +144,13 @@ class LocalDataset(DatasetBase):
         spans: tuple[array[int], array[int]] | None = None,
         stat: os.stat_result | None = None,
         assert_metrics: set[str] | None = None,
+        evaluator_fields: set[str] | None = None,
     ) -> None:
         self._path = path
         self.assertion_metrics = (
             None if assert_metrics is None else frozenset(assert_metrics)
         )
+        self.evaluator_fields = frozenset(evaluator_fields or ())
         self._tag = tag
         self._family = family
         self._fingerprint = fingerprint
@@ -388,6 +390,7 @@ def load_local(
                 spans=spans,
                 stat=stat,
                 assert_metrics=collector.assert_metrics,
+                evaluator_fields=collector.evaluator_fields,
             )
         data = handle.read()
     fingerprint = hashlib.sha256(data).hexdigest()
@@ -415,6 +418,7 @@ def load_local(
         records=records,
         flat=kind is _CSV,
         assert_metrics=collector.assert_metrics,
+        evaluator_fields=collector.evaluator_fields,
     )
 
 
@@ -452,6 +456,8 @@ class _Collector:
         self.check_strings = False
         #: the ``metric`` names of the examples' assertions; None: no example has any
         self.assert_metrics: set[str] | None = None
+        #: the fields wiring an evaluator (``expected_trajectory``) some example has
+        self.evaluator_fields: set[str] = set()
         self.base_dir = os.path.dirname(os.path.abspath(path))
 
     def family_or_default(self) -> str:
@@ -522,6 +528,8 @@ class _Collector:
             )
         if "assert" in example:
             self.check_asserts(example, line, label)
+        if "expected_trajectory" in example:
+            self.check_trajectory(example, line, label)
         error = example_error(family, example)
         if error is not None:
             raise self.fail(error, line, label)
@@ -562,6 +570,18 @@ class _Collector:
         except AssertionError_ as exc:
             raise self.fail(str(exc), line, label) from None
         self.assert_metrics = (self.assert_metrics or set()) | metric_names(compiled)
+
+    def check_trajectory(self, example: dict[str, Any], line: int, label: str) -> None:
+        """Read the example's ``expected_trajectory`` (and its match settings) now,
+        so that one that is not a list of messages stops the run before its first
+        example (docs/evaluators.md, TrajectoryMatch)."""
+        from ..evaluators.trajectory import TrajectoryError, check_example
+
+        try:
+            check_example(example)
+        except TrajectoryError as exc:
+            raise self.fail(str(exc), line, label) from None
+        self.evaluator_fields.add("expected_trajectory")
 
     def _here(self, line: int, fallback_id: int) -> str:
         if self.kind is _JSON:
@@ -943,8 +963,9 @@ def _read_csv(path: str, text: str, collector: _Collector) -> list[dict[str, Any
                         line=start,
                     )
                 example[name] = cell
-            if "assert" in example:
-                example["assert"] = _csv_json(path, start, "assert", example["assert"])
+            for column in _CSV_JSON_COLUMNS:
+                if column in example:
+                    example[column] = _csv_json(path, start, column, example[column])
             collector.add(example, start, start)
             records.append(example)
     if header is None:
@@ -962,15 +983,22 @@ def _read_csv(path: str, text: str, collector: _Collector) -> list[dict[str, Any
     return records
 
 
+#: CSV columns whose cells hold JSON, and what the JSON is (for the message).
+_CSV_JSON_COLUMNS: Final = {
+    "assert": 'a list of assertions, e.g. [{"type": "contains", "value": "refund"}]',
+    "expected_trajectory": 'a list of messages, e.g. [{"role": "assistant", "tool_calls": [...]}]',
+    "tool_args_match_overrides": 'an object, e.g. {"search": "ignore"}',
+}
+
+
 def _csv_json(path: str, line: int, column: str, cell: str) -> Any:
-    """A CSV cell that holds JSON (the ``assert`` column), parsed."""
+    """A CSV cell that holds JSON (the ``assert`` column...), parsed."""
     try:
         return strict_loads(cell)
     except (ValueError, RecursionError) as exc:
         raise DatasetError(
-            f"column {column!r} must hold JSON (a list of assertions, e.g."
-            f' [{{"type": "contains", "value": "refund"}}]), and it does not: {exc}.'
-            " Fix the cell (double every quote inside a quoted CSV field).",
+            f"column {column!r} must hold JSON ({_CSV_JSON_COLUMNS[column]}), and it"
+            f" does not: {exc}. Fix the cell (double every quote inside a quoted CSV field).",
             path=path,
             line=line,
         ) from None

@@ -27,7 +27,9 @@ class PromptfooDataset(DatasetBase):
     JavaScript assertions, transforms...), for the run's header.
     """
 
-    def __init__(self, suite: Any, family: str, metrics: set[str] | None) -> None:
+    def __init__(
+        self, suite: Any, family: str, metrics: set[str] | None, fields: set[str] | None = None
+    ) -> None:
         self.suite = suite
         self._tag = suite.tag
         self._family = family
@@ -40,6 +42,7 @@ class PromptfooDataset(DatasetBase):
         #: config has several prompts; see ``SuiteSpec.suite_label``)
         self.suite_part: str | None = None
         self.assertion_metrics = None if metrics is None else frozenset(metrics)
+        self.evaluator_fields = frozenset(fields or ())
 
     @property
     def path(self) -> str:
@@ -72,12 +75,14 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
         came from) and the line.
     """
     from ..evaluators.assertions import AssertionError_, compile_asserts, metric_names
+    from ..evaluators.trajectory import TrajectoryError, check_example
     from .promptfoo import load_promptfoo
 
     fam = family or DEFAULT_FAMILY
     out = []
     for suite in load_promptfoo(path):
         metrics: set[str] | None = None
+        fields: set[str] = set()
         seen: dict[str, int] = {}
         for example, line, source in zip(suite.examples, suite.lines, suite.sources):
             where = f"the test on line {line}" if line else "a test"
@@ -98,10 +103,16 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
                 except AssertionError_ as exc:
                     raise DatasetError(f"{exc}. Fix the test.", path=str(source), line=line or None) from None
                 metrics = (metrics or set()) | metric_names(compiled)
+            if "expected_trajectory" in example:  # a var: TrajectoryMatch judges it
+                try:
+                    check_example(example)
+                except TrajectoryError as exc:
+                    raise DatasetError(f"{exc}. Fix the test.", path=str(source), line=line or None) from None
+                fields.add("expected_trajectory")
             problem = example_error(fam, example)
             if problem is not None:
                 raise DatasetError(f"{problem}. Fix the test.", path=str(source), line=line or None)
-        out.append(PromptfooDataset(suite, fam, metrics))
+        out.append(PromptfooDataset(suite, fam, metrics, fields))
     if len(out) > 1:
         # Several prompts: each is a suite of its own (its own summary row, gates and
         # baseline comparison), as promptfoo shows one column per prompt.

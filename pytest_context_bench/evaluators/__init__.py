@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .multiple_choice import MultipleChoiceAccuracy, extract_choice
     from .nli import NLILabelMatch, extract_label
     from .summarization import SummarizationQuality
+    from .trajectory import TrajectoryMatch
 
 __all__ = [
     "AnswerQuality",
@@ -35,10 +36,13 @@ __all__ = [
     "SummarizationQuality",
     "MultipleChoiceAccuracy",
     "NLILabelMatch",
+    "TrajectoryMatch",
     "extract_choice",
     "extract_label",
     "FAMILY_EVALUATORS",
+    "FIELD_EVALUATORS",
     "evaluators_for",
+    "field_evaluators",
 ]
 
 # Imported on first use (PEP 562): a QA run should not pay for httpx, the sandbox,
@@ -56,6 +60,7 @@ _LAZY = {
     "extract_choice": "multiple_choice",
     "NLILabelMatch": "nli",
     "extract_label": "nli",
+    "TrajectoryMatch": "trajectory",
 }
 
 
@@ -99,7 +104,39 @@ SCORE_KEYS: dict[str, tuple[str, ...]] = {
     "CodeExecution": ("pass_at_1",),
     "LLMJudge": ("judge_score",),
     "MemoryJudge": ("memory_judge", "memory_judge_raw"),
+    "TrajectoryMatch": ("trajectory_match",),
 }
+
+#: example field → the evaluator (class name in this package) an example carrying
+#: it is scored by, whatever its family, and the score that then judges it (its
+#: primary score, unless the example has ``assert``): wired by the field's
+#: presence in a dataset, as assertions are.
+FIELD_EVALUATORS: dict[str, tuple[str, str]] = {
+    "expected_trajectory": ("TrajectoryMatch", "trajectory_match"),
+}
+
+
+def field_evaluators(fields: Iterable[str], beside: Iterable[Any] = ()) -> list[Any]:
+    """The evaluators :data:`FIELD_EVALUATORS` wires for examples carrying
+    ``fields`` (one shared instance per class and process), in the table's order;
+    none whose name an evaluator of ``beside`` already has (a ``TrajectoryMatch``
+    given with modes of its own is not doubled by the default one)."""
+    present = set(fields)
+    taken = {getattr(e, "name", None) for e in beside}
+    out = []
+    for field_name, (class_name, _) in FIELD_EVALUATORS.items():
+        if field_name not in present:
+            continue
+        factory: Callable[..., Any] = __getattr__(class_name)
+        if getattr(factory, "name", None) in taken:
+            continue
+        key = (factory, ())
+        with _shared_lock:
+            ev = _shared.get(key)
+            if ev is None:
+                ev = _shared[key] = factory()
+        out.append(ev)
+    return out
 
 
 def score_keys_for(

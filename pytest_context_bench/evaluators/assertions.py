@@ -52,6 +52,7 @@ __all__ = [
     "CHECKS",
     "Compiled",
     "KNOWN_TYPES",
+    "OWN_TYPES",
     "Result",
     "VERDICT_KEYS",
     "compile_asserts",
@@ -568,6 +569,83 @@ def _cost(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else said)
 
 
+# ------------------------------------------------------------ agent budgets
+
+
+def _budget(kind: str, count: int, a: Compiled, what: str) -> Result:
+    limit = a.prepared
+    ok = (count <= limit) != a.inverse
+    if ok:
+        return Result(True, 1.0, "Assertion passed")
+    if a.inverse:
+        return Result(False, 0.0, f"{what} {count:,}, within {kind} {limit:,} (not-{kind} wants more)")
+    return Result(False, 0.0, f"{what} {count:,}, more than {kind} {limit:,}")
+
+
+def _trajectory_error(kind: str, exc: Exception) -> ExampleDataError:
+    return ExampleDataError(f"a {kind} assertion cannot count: the System's trajectory: {exc}")
+
+
+def _max_steps(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    from .trajectory import TrajectoryError, count_assistant_steps
+
+    processed = ctx.get("processed") or {}
+    trajectory = processed.get("trajectory")
+    if trajectory is None:
+        raise ExampleDataError(
+            "a max-steps assertion needs the System's steps, and this row has none (return"
+            " them as 'trajectory': a list of chat messages)"
+        )
+    try:
+        steps = count_assistant_steps(trajectory)
+    except TrajectoryError as exc:
+        raise _trajectory_error("max-steps", exc) from None
+    return _budget("max-steps", steps, a, "Assistant steps in the trajectory:")
+
+
+def _max_tool_calls(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    from .trajectory import TrajectoryError, count_tool_calls
+
+    processed = ctx.get("processed") or {}
+    try:
+        calls = count_tool_calls(processed.get("trajectory"), processed.get("tool_calls"))
+    except TrajectoryError as exc:
+        raise _trajectory_error("max-tool-calls", exc) from None
+    return _budget("max-tool-calls", calls, a, "Tool calls:")
+
+
+def _max_tokens(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    tokens = ctx.get("tokens")
+    if tokens is None:
+        tokens = _reported_tokens((ctx.get("processed") or {}).get("api_usage"))
+    if tokens is None:
+        raise ExampleDataError(
+            "a max-tokens assertion needs the tokens of the System's LLM calls, and this"
+            " row has none (call the LLM through pytest_context_bench.http_client() or"
+            " --ctxbench-proxy, or have the System report api_usage)"
+        )
+    return _budget("max-tokens", tokens, a, "LLM tokens (prompt + completion):")
+
+
+def _reported_tokens(usage: Any) -> int | None:
+    """prompt + completion tokens of a System's own ``api_usage`` (``None`` when it
+    reports neither; a count that is not a whole number >= 0 is the row's error,
+    as the engine's accounting already makes it)."""
+    if not isinstance(usage, Mapping):
+        return None
+    counts = [usage.get(k) for k in ("prompt_tokens", "completion_tokens")]
+    if all(c is None for c in counts):
+        return None
+    total = 0
+    for c in counts:
+        if c is None:
+            continue
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not math.isfinite(c) or c < 0 or c != int(c):
+            raise ExampleDataError(f"a max-tokens assertion cannot count the System's api_usage: {c!r} is not a token count")
+        total += int(c)
+    return total
+
+
 def _python(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     func = a.prepared
     context = dict(ctx.get("python_context") or {})
@@ -673,7 +751,20 @@ CHECKS: Final[Mapping[str, Check]] = {
     "python": _python,
     "latency": _latency,
     "cost": _cost,
+    "max-steps": _max_steps,
+    "max-tool-calls": _max_tool_calls,
+    "max-tokens": _max_tokens,
 }
+
+#: The agent budgets: their ``value`` is a whole number >= 0 (docs/assertions.md).
+_BUDGETS: Final[Mapping[str, str]] = {
+    "max-steps": "assistant steps",
+    "max-tool-calls": "tool calls",
+    "max-tokens": "LLM tokens",
+}
+
+#: The types that are ours, not promptfoo's (promptfoo's oracle cannot judge them).
+OWN_TYPES: Final = frozenset(_BUDGETS)
 
 #: Every type name accepted, ``not-`` forms and ``assert-set`` included.
 KNOWN_TYPES: Final[tuple[str, ...]] = tuple(
@@ -804,6 +895,18 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
+def _whole(value: Any) -> int | None:
+    """A budget's value: a whole number >= 0 (``3``, ``3.0``, or the text ``"3"``
+    a template renders), else ``None``."""
+    if isinstance(value, str) and re.fullmatch(r"\s*[0-9]{1,18}\s*", value):
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        return None
+    return int(value)
+
+
 def _compile_one(item: Any, index: int, base_dir: str | None) -> Compiled:
     where = f"assertion {index + 1}"
     if not isinstance(item, Mapping):
@@ -864,6 +967,12 @@ def _compile_one(item: Any, index: int, base_dir: str | None) -> Compiled:
         prepared = _schema_validator(value, where, index, base_dir)
     elif base == "python":
         prepared = resolve_python(value, where, index, base_dir)
+    elif base in _BUDGETS:
+        prepared = _whole(value)
+        if prepared is None:
+            raise AssertionError_(
+                f"{where} needs a 'value': the most {_BUDGETS[base]}, a whole number >= 0;"
+                f" got {_kind(value)}", index)
     elif base in ("latency", "cost"):
         if _number(item.get("threshold")) is None:
             raise AssertionError_(f"{where} needs a 'threshold' (a number: {'milliseconds' if base == 'latency' else 'dollars'})", index)
@@ -1320,7 +1429,10 @@ class Assertions:
             raise ExampleDataError(str(exc)) from None
         output = output_text(processed.get("response"))
         facts = current_facts()
-        context: dict[str, Any] = {"latency_ms": facts.get("latency_ms"), "cost": facts.get("cost")}
+        context: dict[str, Any] = {
+            "latency_ms": facts.get("latency_ms"), "cost": facts.get("cost"),
+            "tokens": facts.get("tokens"), "processed": processed,
+        }
         if _uses_python(compiled):  # what a python check is given: copies
             context["python_context"] = {
                 "vars": _variables(original),
