@@ -573,22 +573,22 @@ def test_a_promptfoo_tests_file_with_expected_trajectories(pytester: pytest.Pyte
 # --- attacks ---------------------------------------------------------------------------
 
 
-def test_a_trajectory_of_100000_steps() -> None:
-    """100,000 steps (50,000 calls) of the System's against a short expected one:
+def test_a_trajectory_of_20000_steps() -> None:
+    """20,000 steps (10,000 calls) of the System's against a short expected one:
     every mode answers (the matching scans calls by name, never all pairs of a
     long trajectory against a long one), and says where it went wrong."""
-    calls = [ai(tc("search", {"q": i}, f"c{i}")) if i % 2 else TOOL for i in range(100_000)]
-    expected = [ai(tc("search", {"q": 99_999}))]
+    calls = [ai(tc("search", {"q": i}, f"c{i}")) if i % 2 else TOOL for i in range(20_000)]
+    expected = [ai(tc("search", {"q": 19_999}))]
     reasons = {}
     for mode in TRAJECTORY_MATCH_MODES:
         score, details = judge(calls, expected, trajectory_match_mode=mode)
-        assert details["steps"] == 100_000 and details["tool_calls"] == 50_000
+        assert details["steps"] == 20_000 and details["tool_calls"] == 10_000
         assert score == (1.0 if mode == "superset" else 0.0), (mode, details["reason"])
         reasons[mode] = details["reason"]
     assert reasons["strict"] == 'step 1: role "tool", expected "assistant"'
     assert reasons["subset"] == (
         'the trajectory\'s call 1 to "search" (step 2) matches no expected call: against the first'
-        ' unmatched expected call to "search" (expected step 1): argument "q" is 1, expected 99999')
+        ' unmatched expected call to "search" (expected step 1): argument "q" is 1, expected 19999')
     assert reasons["unordered"] == reasons["subset"]  # every expected call is there; not the converse
 
 
