@@ -183,23 +183,23 @@ class MoneyCheck:
         if not isinstance(record, Mapping) or not isinstance(
             record.get("explicit"), Mapping
         ):
-            return f"{bad} (no 'explicit' object) {_EDITED}"
+            return f"{bad} (no 'explicit' object): {_EDITED}"
         for model, figures in record["explicit"].items():
             if not isinstance(figures, Mapping):
-                return f"{bad} (model {model!r}) {_EDITED}"
+                return f"{bad} (model {model!r}): {_EDITED}"
             values = [figures.get(k) for k in ("input", "output", "cached", "cache_write")]
             if not all(_dollars(v) for v in values[:2]) or not all(
                 v is None or _dollars(v) for v in values[2:]
             ):
                 return (
                     f"{bad}: the price of {model!r} is not US dollars >= 0"
-                    f" ({dict(figures)!r}) {_EDITED}"
+                    f" ({dict(figures)!r}): {_EDITED}"
                 )
             self._table[str(model)] = Price(
                 *(None if v is None else float(v) for v in values)  # type: ignore[arg-type]
             )
         if not isinstance(record.get("auto", False), bool):
-            return f"{bad} ('auto' is not true or false) {_EDITED}"
+            return f"{bad} ('auto' is not true or false): {_EDITED}"
         return None
 
     # -- rows --------------------------------------------------------------------------
@@ -256,20 +256,20 @@ class MoneyCheck:
             raise _OLD
         at = f"{usage_key}.per_call"
         if not isinstance(calls, list):
-            return f"has a {at} that is not a list {_EDITED}"
+            return f"has {at} that is not a list: {_EDITED}"
         sums = dict.fromkeys(_TOKENS, 0)
         low = high = saved_low = saved_high = 0.0
         unknown = bool(usage.get("bad_usage"))
         for j, call in enumerate(calls):
             shown = f"{at}[{j}]"
             if not isinstance(call, Mapping):
-                return f"has a {shown} that is not an object {_EDITED}"
+                return f"has {shown} that is not an object: {_EDITED}"
             model, reported = call.get("model", ""), call.get("reported_model", "")
             if not isinstance(model, str) or not isinstance(reported, str):
-                return f"has a {shown} whose model is not a string {_EDITED}"
+                return f"has {shown} whose model is not a string: {_EDITED}"
             counts = [call.get(k, 0) for k in _TOKENS]
             if not all(_count(c) for c in counts):
-                return f"has a {shown} whose tokens are not integers >= 0 {_EDITED}"
+                return f"has {shown} whose tokens are not integers >= 0: {_EDITED}"
             for k, c in zip(_TOKENS, counts):
                 sums[k] += c
             tokens: tuple[int, int, int, int] = tuple(counts)  # type: ignore[assignment]
@@ -286,17 +286,17 @@ class MoneyCheck:
             if sums[k] != usage.get(k, 0):
                 return (
                     f"has {usage_key}.{k} {usage.get(k)!r}, but its calls ({at})"
-                    f" add up to {sums[k]} {_EDITED}"
+                    f" add up to {sums[k]}: {_EDITED}"
                 )
         bad = usage.get("bad_usage") or []
         sent, hits = usage.get("calls", 0), usage.get("cache_hits", 0)
         if not (isinstance(bad, list) and _count(sent) and _count(hits)):
-            return f"has a {usage_key} whose calls are not counted {_EDITED}"
+            return f"has a {usage_key} whose calls are not counted: {_EDITED}"
         counted = sent + hits
         if len(calls) + len(bad) != counted:
             return (
                 f"has {usage_key}.calls + cache_hits = {counted!r}, but {len(calls)}"
-                f" call(s) in {at} {_EDITED}"
+                f" call(s) in {at}: {_EDITED}"
             )
         for key, value, lo, hi in (
             (cost_key, cost, low, high),
@@ -307,7 +307,7 @@ class MoneyCheck:
             if unknown:
                 return (
                     f"has metadata.{key} {_usd(float(value))}, but a call in {at} has no"
-                    f" price, so its money is unknown (null) {_EDITED}"
+                    f" price, so its money is unknown (null): {_EDITED}"
                 )
             if (lo <= float(value) <= hi) or _close(float(value), lo) or _close(
                 float(value), hi
@@ -339,39 +339,39 @@ class MoneyCheck:
         if name is not None:
             if not isinstance(name, str) or name not in names:
                 return (
-                    f"has a {shown} of model {model!r} priced as {name!r}, another"
-                    f" model {_EDITED}"
+                    f"has {shown} of model {model!r} priced as {name!r}, another"
+                    f" model: {_EDITED}"
                 )
             if name not in table:
                 return (
-                    f"has a {shown} priced as {name!r}, which has no price in"
-                    f" {self.where} {_EDITED}"
+                    f"has {shown} priced as {name!r}, which has no price in"
+                    f" {self.where}: {_EDITED}"
                 )
             money = table[name].cost(*tokens)
             span = (money, money)
         elif key is not None:
             if not isinstance(key, str) or not self._record.get("auto"):
-                return f"has a {shown} priced by genai-prices in a run without it {_EDITED}"
+                return f"has {shown} priced by genai-prices in a run without it: {_EDITED}"
             found = self._genai_for().money(key, names, tokens)
             if found is None:
                 return (
-                    f"has a {shown} of model {model!r} priced as genai-prices'"
-                    f" {key!r}, another model {_EDITED}"
+                    f"has {shown} of model {model!r} priced as genai-prices'"
+                    f" {key!r}, another model: {_EDITED}"
                 )
             span = found
         if same and priced and name != priced[0]:
             # An explicit price wins, the model asked for first.
             return (
-                f"has a {shown} of model {model!r} not priced at {self.where}"
-                f"[{priced[0]!r}], the price the run gives it {_EDITED}"
+                f"has {shown} of model {model!r} not priced at {self.where}"
+                f"[{priced[0]!r}], the price the run gives it: {_EDITED}"
             )
         if not same and priced:
             # Another model replied: the higher of the two prices.
             top = max(table[n].cost(*tokens) for n in priced)
             if span is None or (span[1] < top and not _close(span[1], top)):
                 return (
-                    f"has a {shown} ({model!r} asked, {reported!r} replied) priced"
-                    f" below {_usd(top)}, the higher of the two models' prices {_EDITED}"
+                    f"has {shown} ({model!r} asked, {reported!r} replied) priced"
+                    f" below {_usd(top)}, the higher of the two models' prices: {_EDITED}"
                 )
         return span
 
