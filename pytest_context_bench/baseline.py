@@ -42,6 +42,7 @@ from ._json import JSONValueError, strict_loads
 from .errors import ConfigError
 from .metrics import row_score
 from .metrics.scores import primary_field, score_passes
+from .report.money import MoneyCheck
 from .report.rows import row_problem, status_problem
 from .report.run import Record, RunReport
 from .results import EvalRow, from_json_safe, json_safe
@@ -293,6 +294,9 @@ class Baseline:
     :param suites: the suite descriptions (label, origin, system, threshold, ...).
     :param records: the rows as :class:`~pytest_context_bench.report.run.Record`
         (suite, origin, order = file position, status, :class:`EvalRow` with latency 0).
+    :param notes: why some rows' money counts as unknown (``null``): it could not be
+        recomputed from their calls and the run's prices here
+        (:class:`~pytest_context_bench.report.money.MoneyCheck`).
     """
 
     path: Path
@@ -304,6 +308,8 @@ class Baseline:
     summary: dict[str, dict[str, float]]
     suites: list[dict[str, Any]]
     records: list[Record] = field(default_factory=list)
+    #: why some rows' money counts as unknown (it could not be recomputed here)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> dict[tuple[str, str, str], list[Record]]:
@@ -329,7 +335,10 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     :return: the :class:`Baseline`.
     :raises ConfigError: naming the file, what is wrong and how to fix it, when the
         file is missing, unreadable, not JSON, of another schema version or kind, or
-        lacks a key or has a malformed row.
+        lacks a key or has a malformed row, or a row whose money is not what its
+        calls cost at the run's prices (``options.prices``;
+        :class:`~pytest_context_bench.report.money.MoneyCheck`). Money that cannot
+        be recomputed here counts as unknown, said in :attr:`Baseline.notes`.
     """
     p = Path(path)
     if not p.exists():
@@ -383,6 +392,10 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
     by_label = {str(s["label"]): s for s in suites}
     records: list[Record] = []
     seen: dict[tuple[Any, ...], int] = {}
+    # Each row's money against its calls and the run's prices (``options.prices``).
+    money = MoneyCheck(doc["options"], where="options.prices")
+    if money.problem is not None:
+        raise _bad(p, money.problem)
     for i, raw in enumerate(doc["rows"]):
         where = f"rows[{i}]"
         if not isinstance(raw, dict):
@@ -402,6 +415,10 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
             # The status follows from the scores and the threshold: an edited
             # score (or status) is refused, as ``load_report`` refuses it.
             problem = status_problem(raw, described)
+        if problem is None:
+            problem = money.row({"metadata": row.metadata})
+            if problem is not None:
+                problem = f"(suite {raw['suite']!r}, example_id {raw['example_id']!r}) {problem}"
         if problem is not None:
             raise _bad(p, f"{where} {problem}")
         suite = raw["suite"]
@@ -418,6 +435,7 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
         summary=summary,
         suites=suites,
         records=records,
+        notes=money.notes(f"baseline {p}"),
     )
 
 

@@ -13,9 +13,12 @@ the file: an unreadable, empty, truncated or non-JSON file; a baseline file; a
 report of a newer schema; a report that is not a shard; shards of different runs
 (datasets, options, selection, shard count, package version); a missing or a
 duplicated shard; an example present in two shards; an interrupted or partial shard;
-a row whose money is negative, not finite or not a number, or rows whose money does
-not add up to their shard's total (an edited file: see
-:func:`~pytest_context_bench.report.rows.money_total_problem`).
+a row whose money is negative, not finite or not a number, rows whose money or
+tokens do not add up to their shard's totals (an edited file: see
+:func:`~pytest_context_bench.report.rows.money_total_problem`), a row whose money is
+not what its calls cost at the run's prices
+(:class:`~pytest_context_bench.report.money.MoneyCheck`), and shards priced
+differently (the option ``prices``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .pricing import add_mismatch
 from .report.run import Record, RunReport, SuiteInfo, build_run_report
 from .results import ROW_FIELDS, ROW_OPTIONAL, EvalRow
 
@@ -65,17 +69,21 @@ class MergedRun:
     version: str
 
 
-def load_shard(path: str | os.PathLike[str]) -> Shard:
+def load_shard(
+    path: str | os.PathLike[str], notes: list[str] | None = None
+) -> Shard:
     """Read one shard report and check it is a complete, current JSON report
     (:func:`~pytest_context_bench.report.json_report.load_report`, the reader of
-    every command) whose rows carry their place in the unsharded run.
+    every command) whose rows carry their place in the unsharded run. ``notes``,
+    given, gets a line for the money that could not be recomputed here (it counts
+    as unknown).
 
     :raises ConfigError: one line naming the file and what is wrong.
     """
     from .report.json_report import load_report
 
     p = Path(path)
-    doc = load_report(p, role="shard", fix="re-run that job")
+    doc = load_report(p, role="shard", fix="re-run that job", notes=notes)
     if any("order" not in row for row in doc["rows"]):
         raise ConfigError(
             f"shard {p} has rows without their 'order' (written by an older"
@@ -406,6 +414,11 @@ def merge_llm(shards: Sequence[Shard]) -> dict[str, Any] | None:
             if any(key in u for u in loose):
                 merged[key] = [x for u in loose for x in u.get(key) or ()]
         out["unattributed"] = merged
+    mismatch: dict[tuple[str, str], dict[str, Any]] = {}
+    for sec in sections:  # replies that named another model: calls summed per pair
+        add_mismatch(mismatch, sec.get("model_mismatch"))
+    if mismatch:
+        out["model_mismatch"] = list(mismatch.values())
     budgets: dict[str, dict[str, int]] = {}
     for sec in sections:  # each endpoint's adaptive budget: summed, like the workers'
         for endpoint, figures in (sec.get("budget") or {}).items():

@@ -93,13 +93,16 @@ def run(args: argparse.Namespace) -> int:
             return _fail(f"{flag}: {target.parent} is not a directory")
         if target.resolve() in (Path(args.a).resolve(), Path(args.b).resolve()):
             return _fail(f"{flag} would overwrite the report it reads: {out!r}")
+    notes: list[str] = []
     try:
-        a, b = load_report(args.a), load_report(args.b)
+        a, b = load_report(args.a, notes=notes), load_report(args.b, notes=notes)
         result = compare_reports(
             a, b, a_name=args.a, b_name=args.b, confidence=args.confidence
         )
     except ConfigError as exc:
         return _fail(" ".join(str(exc).split()))
+    for note in notes:  # money that could not be recomputed here: unknown
+        print(f"ctxbench compare: warning: {inert(note)}", file=sys.stderr)
 
     # Everything is computed before anything is written.
     outputs: list[tuple[str, str]] = []

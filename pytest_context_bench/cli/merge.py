@@ -271,9 +271,15 @@ def _run(args: argparse.Namespace) -> int:
     if max_drops and args.baseline is None:
         raise _Usage("--ctxbench-max-drop needs --ctxbench-baseline=PATH")
     _check_outputs(args)
-    shards = [load_shard(p) for p in args.shards]
+    notes: list[str] = []
+    shards = [load_shard(p, notes) for p in args.shards]
     baseline = load_baseline(args.baseline) if args.baseline is not None else None
+    notes += baseline.notes if baseline is not None else []
     merged = merge_shards(shards, limits)
+    from .._text import inert
+
+    for note in notes:  # money that could not be recomputed here: unknown
+        print(f"ctxbench merge: warning: {inert(note)}", file=sys.stderr)
     report = merged.report
     verdict = judge(
         report,

@@ -351,6 +351,9 @@ def pytest_configure(config: pytest.Config) -> None:
             state.controller.expect(_suite_wire(state.cli_spec, state))
         state.controller.llm_cache = state.llm_cache
         state.controller.sandbox_info = state.sandbox_isolation
+        if state.baseline is not None:
+            # Baseline money that could not be recomputed here counts as unknown.
+            state.controller.notes.extend(state.baseline.notes)
         # Under xdist a run of marked tests only is known to have examples from
         # the first report that reaches the controller.
         state.controller.on_first_payload = lambda: _handle_sigterm(state)

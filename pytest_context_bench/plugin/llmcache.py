@@ -36,6 +36,7 @@ __all__ = [
     "activate",
     "asked",
     "auto_unknown",
+    "mismatch_warning",
     "deactivate",
     "default_cache_dir",
     "llm_summary",
@@ -139,7 +140,7 @@ def llm_summary(
     rows' measured usage and the run's ``unattributed`` requests (made while several
     example calls were in flight, from threads outside their call's context: see
     calls.py); ``None`` when no LLM call was measured."""
-    from ..pricing import usage_summary
+    from ..pricing import add_mismatch, usage_summary
 
     unattributed = list(unattributed)
     loose = usage_summary(unattributed, settings.prices or {})
@@ -155,6 +156,10 @@ def llm_summary(
     models: dict[str, None] = {}
     unpriced: dict[str, None] = {}
     sources: dict[str, str] = {}
+    mismatch: dict[tuple[str, str], dict[str, Any]] = {}
+    #: the models replies named when another than the one asked (a price given
+    #: for one of them was used)
+    replied: dict[str, None] = {}
     misses = 0
     seen = False
     # connections System calls opened past the cache (netguard): refused in replay
@@ -182,6 +187,8 @@ def llm_summary(
             models.update(dict.fromkeys(usage.get("models", ())))
             unpriced.update(dict.fromkeys(usage.get("unpriced_models", ())))
             sources.update(usage.get("price_sources") or {})
+            add_mismatch(mismatch, usage.get("model_mismatch"))
+            replied.update(_replied(usage))
             for key, target in ((cost_key, cost_key), (saved_key, "saved_usd")):
                 value = md.get(key)
                 if isinstance(value, (int, float)):
@@ -205,6 +212,8 @@ def llm_summary(
         models.update(dict.fromkeys(loose.get("models", ())))
         unpriced.update(dict.fromkeys(loose.get("unpriced_models", ())))
         sources.update(loose.get("price_sources") or {})
+        add_mismatch(mismatch, loose.get("model_mismatch"))
+        replied.update(_replied(loose))
         for key in ("cost_usd", "saved_usd"):
             value = loose.get(key)
             if isinstance(value, (int, float)):
@@ -234,6 +243,9 @@ def llm_summary(
         "saved_tokens": totals["saved_tokens"],
         "models": list(models),
     }
+    if mismatch:
+        # Replies that named another model than the one asked for (warned once).
+        out["model_mismatch"] = list(mismatch.values())
     if loose is not None:
         # Counted above; shown apart, since no row (so no suite's gate) has them.
         out["unattributed"] = loose
@@ -244,7 +256,9 @@ def llm_summary(
             "total_cost_usd": money["cost_usd"] + money["judge_cost_usd"],
             "saved_usd": money["saved_usd"],
             "unpriced_models": list(unpriced),
-            "prices_unused": [m for m in settings.prices if m not in models],
+            "prices_unused": [
+                m for m in settings.prices if m not in models and m not in replied
+            ],
             # model → what priced it: --ctxbench-price, or genai-prices' match
             "price_sources": {m: sources[m] for m in models if m in sources},
         }
@@ -260,6 +274,42 @@ def llm_summary(
 
 #: addresses named in the summary and the JSON report at most
 _ADDRESSES = 10
+
+
+def _replied(usage: dict[str, Any]) -> dict[str, None]:
+    """The models a usage's replies named besides the ones asked for."""
+    calls = usage.get("per_call")
+    return dict.fromkeys(
+        str(c["reported_model"])
+        for c in (calls if isinstance(calls, list) else ())
+        if isinstance(c, dict) and c.get("reported_model")
+    )
+
+
+def mismatch_warning(summary: dict[str, Any] | None) -> str | None:
+    """The one warning of a run whose LLM replies named another model than the one
+    asked for (``o1-pro`` asked, ``gpt-4o-mini`` replied), or ``None``."""
+    said = (summary or {}).get("model_mismatch")
+    if not said:
+        return None
+    pairs = "; ".join(
+        f"{e['asked']!r} asked, {e['reported']!r} in the reply"
+        f" ({e['calls']} call{'s' if e['calls'] != 1 else ''})"
+        for e in said
+    )
+    priced = (
+        " Each such call is priced at the higher of the two models' prices, since"
+        " which of them the endpoint bills is not known."
+        if "money" in (summary or {})
+        else ""
+    )
+    return (
+        f"LLM replies named another model than the one asked for: {pairs}. A proxy's"
+        " fallback or alias, or a wrong routing, answered: the run measured another"
+        f" model than it names.{priced} Ask for the model the endpoint serves, or fix"
+        " its routing (a dated snapshot of the model asked for, gpt-4o-mini-2024-07-18"
+        " for gpt-4o-mini, is the same model and not counted)."
+    )
 
 
 def auto_unknown(summary: dict[str, Any] | None, settings: Settings) -> str | None:

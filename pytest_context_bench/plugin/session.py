@@ -141,6 +141,16 @@ class Controller:
                 warnings.warn(CtxBenchWarning(UNATTRIBUTED_FIX), stacklevel=1)
             except Warning:
                 pass  # -W error: the summary line says it; the run must not crash
+        from .llmcache import mismatch_warning
+
+        mismatch = mismatch_warning(self.llm)
+        if mismatch is not None:
+            import warnings
+
+            try:
+                warnings.warn(CtxBenchWarning(mismatch), stacklevel=1)
+            except Warning:
+                pass  # -W error: the JSON report says it; the run must not crash
         if self.step_summary_refused is not None:
             import warnings
 
@@ -615,6 +625,7 @@ class Controller:
         self.report.completeness = self.completeness
 
     def _write_json(self, config: pytest.Config) -> None:
+        from ..pricing import price_record
         from ..report import to_json_dict, write_json
         from ..results import json_safe
         from ..urls import redact
@@ -645,6 +656,9 @@ class Controller:
                 "strict": self.settings.strict,
                 "tokenizer": self.settings.tokenizer or "cl100k_base",
                 "text_fields": list(self.settings.text_fields or ("context", "question", "turns")),
+                # The price table the rows' money was computed with: every reader
+                # recomputes it (report/money.py); shards with other prices differ.
+                "prices": price_record(self.settings.prices),
             },
         }
         sandbox = self.sandbox_info() if self.sandbox_info is not None else None

@@ -97,6 +97,7 @@ def load_report(
     *,
     role: str = "report",
     fix: str = "pass a file written by --ctxbench-json",
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """Read a JSON report (``--ctxbench-json``) back: the one reader of every command
     that reads reports (``ctxbench compare``, ``ctxbench merge``).
@@ -110,18 +111,27 @@ def load_report(
     :func:`~pytest_context_bench.report.rows.status_problem` (each row's status is
     the one its error, scores and its suite's threshold give); the rows' money must
     add up to the run's total in ``llm.money``
-    (:func:`~pytest_context_bench.report.rows.money_total_problem`).
+    (:func:`~pytest_context_bench.report.rows.money_total_problem`), their tokens
+    to ``llm.tokens`` (:func:`~pytest_context_bench.report.rows.token_total_problem`),
+    and each row's money must be what its calls cost at the run's prices
+    (:class:`~pytest_context_bench.report.money.MoneyCheck`). Money that cannot be
+    recomputed here (a file of an older version; genai-prices prices without that
+    genai-prices) is set to ``null`` (unknown) in the returned rows, and said in
+    ``notes``.
 
     :param path: the file.
     :param role: what the file is to the caller, first in every message (``shard``).
     :param fix: what to do about a bad file, last in every message.
+    :param notes: given, it gets one line per reason some rows' money counts as
+        unknown.
     :raises ConfigError: one line naming the file and the row or field.
     """
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
     from ..baseline import BASELINE_KIND
-    from .rows import money_total_problem, row_problem, status_problem
+    from .money import MoneyCheck
+    from .rows import money_total_problem, row_problem, status_problem, token_total_problem
 
     p = Path(path)
 
@@ -193,7 +203,20 @@ def load_report(
         )
         if problem is not None:
             raise bad(f"rows[{i}] {problem}")
-    problem = money_total_problem(doc["rows"], doc.get("llm"))
+    problem = money_total_problem(doc["rows"], doc.get("llm")) or token_total_problem(
+        doc["rows"], doc.get("llm")
+    )
     if problem is not None:
         raise bad(problem)
+    run = doc.get("run")
+    check = MoneyCheck(run.get("options") if isinstance(run, dict) else None)
+    if check.problem is not None:
+        raise bad(check.problem)
+    for i, row in enumerate(doc["rows"]):
+        problem = check.row(row)
+        if problem is not None:
+            name = f"suite {row['suite']!r}, example_id {row['example_id']!r}"
+            raise bad(f"rows[{i}] ({name}) {problem}")
+    if notes is not None:
+        notes.extend(check.notes(f"{role} {p}"))
     return doc

@@ -14,6 +14,7 @@ __all__ = [
     "row_problem",
     "row_status",
     "status_problem",
+    "token_total_problem",
 ]
 
 #: A row's money (``metadata``): US dollars, ``None`` when unknown (a model without
@@ -181,6 +182,45 @@ def money_total_problem(rows: list[Any], llm: Any) -> str | None:
                     f" llm.money.{key} (the run's total) is ${float(total):.6g}:"
                     f" money was changed after the run wrote it {_EDITED}"
                 )
+    return None
+
+
+def token_total_problem(rows: list[Any], llm: Any) -> str | None:
+    """What contradicts the run's tokens in a JSON report (``None``: nothing): the
+    rows' ``llm_usage`` and ``judge_usage`` prompt, completion and cached tokens,
+    plus those of the requests no row owns (``llm.unattributed``), must add up to
+    ``llm.tokens``, exactly, as the run counted them. A row whose tokens were
+    lowered together with its money, but not the total, fails here."""
+    tokens = llm.get("tokens") if isinstance(llm, dict) else None
+    if not isinstance(tokens, dict):
+        return None
+    loose = llm.get("unattributed")
+    for key in ("prompt_tokens", "completion_tokens", "cached_tokens"):
+        total = tokens.get(key)
+        if not _count(total):
+            continue
+        parts = [loose] if isinstance(loose, dict) else []
+        for row in rows:
+            md = row.get("metadata") if isinstance(row, dict) else None
+            if isinstance(md, dict):
+                parts += [md.get(u) for u in ("llm_usage", "judge_usage")]
+        found = 0
+        for usage in parts:
+            if not isinstance(usage, dict):
+                continue
+            value = usage.get(key, 0)
+            if not _count(value):
+                return (
+                    f"has a {key} of {_shown(value)} in a row's usage, not an integer"
+                    f" >= 0 {_EDITED}"
+                )
+            found += value
+        if found != total:
+            return (
+                f"its rows' {key} (llm_usage, judge_usage) add up to {found:,}, but"
+                f" llm.tokens.{key} (the run's total) is {total:,}: tokens were"
+                f" changed after the run wrote them {_EDITED}"
+            )
     return None
 
 

@@ -73,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="answer with the last user message's text instead",
     )
+    parser.add_argument(
+        "--reply-model",
+        metavar="MODEL",
+        help=(
+            "the model every chat reply names (default: the one the request asked"
+            " for), as a proxy that falls back to another model does"
+        ),
+    )
     return parser
 
 
@@ -96,9 +104,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     def log(line: str) -> None:
         print(line, flush=True)
 
+    named = args.reply_model
+
+    def echo(request: RecordedRequest) -> Reply:
+        reply = _echo(request)
+        reply.model = named
+        return reply
+
     server = FakeLLM(
-        handler=_echo if args.echo else None,
-        default=args.reply,
+        handler=echo if args.echo else None,
+        default=Reply(text=args.reply, model=named),
         port=args.port,
         latency=args.latency,
         log=log,

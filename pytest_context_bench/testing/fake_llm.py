@@ -65,6 +65,8 @@ class Reply:
         ``None``: word by word (each word with the space before it).
     :param stream_cut: a streamed reply drops the connection after this many events
         (a stream broken off midway); ``None``: the whole stream.
+    :param model: the ``model`` a chat or messages reply names; ``None``: the one
+        the request asked for (a reply naming another model: a proxy's fallback).
     """
 
     text: str = "OK"
@@ -79,6 +81,7 @@ class Reply:
     embeddings: list[list[float]] | None = None
     chunks: list[str] | None = None
     stream_cut: int | None = None
+    model: str | None = None
 
 
 @dataclass
@@ -310,9 +313,7 @@ def _chat_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": (request.json or {}).get("model", "fake")
-        if isinstance(request.json, dict)
-        else "fake",
+        "model": _model(request, reply),
         "choices": [
             {
                 "index": 0,
@@ -337,7 +338,9 @@ def _usage_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:
     return prompt, len(reply.text.split())
 
 
-def _model(request: RecordedRequest) -> Any:
+def _model(request: RecordedRequest, reply: Reply | None = None) -> Any:
+    if reply is not None and reply.model is not None:
+        return reply.model
     if isinstance(request.json, dict):
         return request.json.get("model", "fake")
     return "fake"
@@ -362,7 +365,7 @@ def _chat_stream(reply: Reply, request: RecordedRequest) -> list[bytes]:
         "id": "chatcmpl-fake",
         "object": "chat.completion.chunk",
         "created": int(time.time()),
-        "model": _model(request),
+        "model": _model(request, reply),
     }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -407,7 +410,7 @@ def _messages_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
         "id": "msg_fake",
         "type": "message",
         "role": "assistant",
-        "model": _model(request),
+        "model": _model(request, reply),
         "content": [{"type": "text", "text": reply.text}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
