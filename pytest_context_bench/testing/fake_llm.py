@@ -65,6 +65,11 @@ class Reply:
         ``None``: word by word (each word with the space before it).
     :param stream_cut: a streamed reply drops the connection after this many events
         (a stream broken off midway); ``None``: the whole stream.
+    :param cut_cleanly: with ``stream_cut``, the reply is a body that ends when the
+        connection closes (no ``Content-Length``, not chunked: as HTTP/1.0 servers
+        and some proxies send it), closed cleanly after the cut: HTTP sees a whole
+        reply, only its last events are missing (a network or proxy cut that no
+        HTTP error shows).
     """
 
     text: str = "OK"
@@ -79,6 +84,7 @@ class Reply:
     embeddings: list[list[float]] | None = None
     chunks: list[str] | None = None
     stream_cut: int | None = None
+    cut_cleanly: bool = False
 
 
 @dataclass
@@ -599,14 +605,28 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 events = _messages_stream(reply, request)
             else:
                 events = _chat_stream(reply, request)
+            clean = reply.cut_cleanly and reply.stream_cut is not None
             self.send_response(reply.status)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
+            if clean:
+                # The body ends when the connection closes: nothing tells the client
+                # that events are missing but the events themselves.
+                self.send_header("Connection", "close")
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self._finish()
             self.end_headers()
+            if clean:
+                self.close_connection = True
+                for event in events[: reply.stream_cut]:
+                    self.wfile.write(event)
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_WR)
+                owner._logged(request, reply.status, min(len(events), reply.stream_cut))
+                return
             for number, event in enumerate(events):
                 if reply.stream_cut is not None and number >= reply.stream_cut:
                     # Broken off: no terminating chunk, the connection dropped.
