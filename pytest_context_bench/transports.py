@@ -78,14 +78,16 @@ from .cache import (
 from . import transcripts
 from .calls import (
     CallOwner,
+    attempt_outcome,
     call_owner,
+    record_attempt,
     record_unattributed,
     run_reports_unattributed,
     transcripts_mode,
 )
 from .netguard import ours
 from .results import is_token_count
-from .urls import register_headers
+from .urls import endpoint_of, register_headers
 from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
 
 __all__ = [
@@ -307,10 +309,12 @@ class _Core:
     ) -> tuple[LLMCache | None, str | None, dict[str, Any]]:
         """(cache, key, facts); key ``None``: not cacheable."""
         owner = call_owner()
+        api_url = clean_url(str(request.url))
         facts: dict[str, Any] = {
             "model": None,
             "owner": owner,
-            "api_url": clean_url(str(request.url)),  # the provider, for prices
+            "api_url": api_url,  # the provider, for prices
+            "endpoint": endpoint_of(api_url),  # the report's llm.endpoints
         }
         canonical = canonical_body(body)
         parsed: Any = None
@@ -514,7 +518,15 @@ class _Core:
     def failed(self, facts: dict[str, Any], exc: BaseException) -> None:
         """No response: the request failed (a timeout, a refused connection)."""
         name, text = type(exc).__name__, str(exc)
+        if isinstance(exc, Exception):  # not a cancelled call or Ctrl-C
+            record_attempt(facts["endpoint"], "no_answer")
         self.note(facts, None, error=f"{name}: {text}" if text else name)
+
+    @staticmethod
+    def sent(facts: dict[str, Any], status: int) -> None:
+        """A request sent and answered with ``status`` (the report's
+        ``llm.endpoints``: counted even when no reply is ever read)."""
+        record_attempt(facts["endpoint"], attempt_outcome(status))
 
     # -- streamed replies (server-sent events) ---------------------------------------
     def streamed(
@@ -1025,6 +1037,8 @@ class _Record:
         complete = not self.failed and self.cut is None and whole
         cache, key = self.cache, self.key
         how = "off" if cache is None else "uncached" if key is None else "miss"
+        if self.cut is not None:
+            record_attempt(self.facts["endpoint"], "cut_short")
         self.core.meter_read(read, self.facts, how, complete, self.cut)
         if cache is None or key is None or not complete or self.facts.get("bad_usage"):
             return
@@ -1140,6 +1154,7 @@ class CacheTransport(httpx.BaseTransport):
         except BaseException as exc:
             self._core.failed(facts, exc)
             raise
+        self._core.sent(facts, response.status_code)
         if not self._core.wants_body(response):
             return self._core.streamed(cache, key, request, response, facts)
         try:
@@ -1181,6 +1196,7 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
         except BaseException as exc:
             self._core.failed(facts, exc)
             raise
+        self._core.sent(facts, response.status_code)
         if not self._core.wants_body(response):
             return self._core.astreamed(cache, key, request, response, facts)
         try:

@@ -1,5 +1,6 @@
-"""Bad network (issue 38): streams cut short, giant stream events. Real HTTP on
-127.0.0.1 throughout (FakeLLM, with injected faults)."""
+"""Bad network (issue 38): streams cut short, giant stream events, an endpoint that
+refuses everything. Real HTTP on 127.0.0.1 throughout (FakeLLM, with injected
+faults)."""
 
 from __future__ import annotations
 
@@ -270,6 +271,7 @@ def test_a_cut_stream_is_the_rows_error_and_is_sent_again_next_run(
         again = json.loads(out.read_text())
         asked = [r.messages[-1]["content"] for r in llm.requests]
         url = f"{llm.base_url}/v1/chat/completions"
+        endpoint = llm.base_url
     assert first.ret == 1, first.stdout.str()
     rows = {r["example_id"]: r for r in doc["rows"]}
     error = rows["q-2"]["error"]
@@ -281,11 +283,66 @@ def test_a_cut_stream_is_the_rows_error_and_is_sent_again_next_run(
         "(the System raised openai.APIConnectionError: Connection error.)"
     )
     assert rows["q-1"]["status"] == rows["q-3"]["status"] == "pass"
+    assert doc["llm"]["endpoints"][endpoint]["cut_short"] == 1
+    first.stdout.fnmatch_lines(
+        [f"LLM endpoint {endpoint}: 1 stream(s) cut short (the body ended before*"]
+    )
     # the next run replays q-1 and q-3 and sends q-2 again: it was never stored
     assert second.ret == 0, second.stdout.str()
     assert asked.count("Capital of country 2?") == 2 and len(asked) == 4
     assert all(r["status"] == "pass" for r in again["rows"])
     second.stdout.fnmatch_lines(["LLM cache once*: 2 hits, 1 misses, 1 calls sent*"])
+
+
+# -- an endpoint that refuses everything: the llm section and the push-back line -------
+
+
+@pytest.mark.parametrize(
+    "status, extra",
+    [(503, []), (429, ["-n", "2"]), (429, ["-n", "2", "--ctxbench-concurrency=4"])],
+    ids=["503", "429-n2", "429-n2-budget"],
+)
+def test_an_endpoint_refusing_everything_is_in_the_llm_section_and_the_summary(
+    pytester: pytest.Pytester, status: int, extra: list[str]
+) -> None:
+    _qa(pytester, 4)
+    out = pytester.path / "out.json"
+    with FakeLLM(default=Reply(status=status, text="go away", retry_after="0")) as llm:
+        result = pytester.runpytest_subprocess(
+            "--ctxbench-dataset=qa.jsonl",
+            f"--ctxbench-proxy={llm.base_url}/v1",
+            "--ctxbench-proxy-name=local",
+            "--ctxbench-model=m",
+            "--ctxbench-proxy-retries=1",
+            f"--ctxbench-json={out}",
+            *extra,
+        )
+        endpoint = llm.base_url
+        sent = len(llm.requests)
+    assert result.ret == 1, result.stdout.str()
+    assert sent == 8  # each example tried twice
+    doc = json.loads(out.read_text())
+    assert all(f"HTTP {status}" in r["error"]["message"] for r in doc["rows"])
+    llm_doc = doc["llm"]
+    figures = {k: 0 for k in ("answered", "other_status", "no_answer", "cut_short")}
+    key = "refused_429" if status == 429 else "unavailable_503"
+    other = "unavailable_503" if status == 429 else "refused_429"
+    assert llm_doc["endpoints"] == {
+        endpoint: {**figures, "requests": 8, key: 8, other: 0}
+    }
+    assert llm_doc["calls_sent"] == 0
+    counts = "8 × 429, 0 × 503" if status == 429 else "0 × 429, 8 × 503"
+    if "--ctxbench-concurrency=4" in extra:
+        assert llm_doc["budget"][endpoint]["requests"] == 8
+        line = f"LLM endpoint {endpoint} pushed back: {counts} in 8 requests; the call budget*"
+    else:
+        line = f"LLM endpoint {endpoint} pushed back: {counts} in 8 requests (0 answered)"
+    result.stdout.fnmatch_lines(["LLM cache once*: 0 hits, 0 misses, 0 calls sent*", line])
+    import jsonschema
+
+    from pytest_context_bench.report import load_schema
+
+    jsonschema.validate(doc, load_schema())
 
 
 # -- a giant stream event: the usage estimate is bounded, memory stays linear ----------
