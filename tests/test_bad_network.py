@@ -1,6 +1,6 @@
 """Bad network (issue 38): streams cut short, giant stream events, an endpoint that
-refuses everything. Real HTTP on 127.0.0.1 throughout (FakeLLM, with injected
-faults)."""
+refuses everything, and what the fake endpoint and `ctxbench cache info` print.
+Real HTTP on 127.0.0.1 throughout (FakeLLM, with injected faults)."""
 
 from __future__ import annotations
 
@@ -343,6 +343,66 @@ def test_an_endpoint_refusing_everything_is_in_the_llm_section_and_the_summary(
     from pytest_context_bench.report import load_schema
 
     jsonschema.validate(doc, load_schema())
+
+
+# -- what the cache command and the fake endpoint print is data, shown inert ------------
+
+
+def test_cache_info_shows_a_stored_url_and_version_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    from pytest_context_bench.cache import CACHE_FILE, CachedResponse, CacheStore
+    from pytest_context_bench.cli import main as ctxbench
+
+    store = CacheStore(tmp_path / CACHE_FILE)
+    url = "http://h/v1/\x1b[2J\x1b[1;32m=== all passed ===\x1b[0m"
+    entry = CachedResponse(200, "application/json", b"{}", time.time(), "9\u202e1.0")
+    store.put("k", "POST\r", url, entry)
+    store.close()
+    assert ctxbench(["cache", "info", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\u202e" not in out and "\r" not in out
+    assert "POST\\x0d http://h/v1/\\x1b[2J\\x1b[1;32m=== all passed ===\\x1b[0m" in out
+    assert "written by pytest-context-bench 9\\u202e1.0: 1" in out
+    # --json escapes as JSON does
+    assert ctxbench(["cache", "info", "--dir", str(tmp_path), "--json"]) == 0
+    assert "\x1b" not in capsys.readouterr().out
+
+
+def test_the_fake_endpoint_escapes_model_names_in_its_log() -> None:
+    lines: list[str] = []
+    with FakeLLM(log=lines.append) as llm:
+        body = {"model": "m\x1b[2J\u202e", "messages": QUESTION}
+        assert httpx.post(f"{llm.url_v1}/chat/completions", json=body).status_code == 200
+    assert lines == ["POST /v1/chat/completions model=m\\x1b[2J\\u202e -> 200"]
+
+
+def test_the_fake_endpoint_answers_bad_bodies_413_and_400_with_one_log_line() -> None:
+    lines: list[str] = []
+    deep = b"[" * 200_000 + b"]" * 200_000
+    with FakeLLM(log=lines.append, max_body=1_000_000) as llm:
+        url = f"{llm.url_v1}/chat/completions"
+        with httpx.Client(timeout=60) as client:
+            big = client.post(url, content=b"x" * 1_500_000)
+            nested = client.post(url, content=deep)
+            garbled = client.post(url, content=b"\xff{not json")
+            fine = client.post(url, json={"model": "m", "messages": QUESTION})
+        assert llm.requests and len(llm.requests) == 1  # the bad ones took no reply
+    assert big.status_code == 413
+    assert "over the limit of 1,000,000 bytes" in big.json()["error"]["message"]
+    assert nested.status_code == 400 and garbled.status_code == 400
+    assert "nested too deeply" in nested.json()["error"]["message"]
+    assert fine.status_code == 200
+    assert lines == [
+        "POST /v1/chat/completions -> 413 (the request body of 1,500,000 bytes is over"
+        " the limit of 1,000,000 bytes)",
+        "POST /v1/chat/completions -> 400 (the request body is nested too deeply to"
+        " parse)",
+        "POST /v1/chat/completions -> 400 (the request body is not JSON)",
+        "POST /v1/chat/completions model=m -> 200",
+    ]
 
 
 # -- a giant stream event: the usage estimate is bounded, memory stays linear ----------
