@@ -33,22 +33,27 @@ from typing import Any
 from .urls import redact_secrets
 
 __all__ = [
+    "ATTEMPT_FIGURES",
     "IO_CLIP",
     "RECORDS_PER_ROW",
     "TRANSCRIPT_MODES",
     "CallLog",
     "CallOwner",
     "CallScope",
+    "add_attempts",
+    "attempt_outcome",
     "call_owner",
     "call_scope",
     "current_call",
     "current_source",
     "evaluator_source",
     "keep_io",
+    "record_attempt",
     "record_io",
     "record_unattributed",
     "run_reports_unattributed",
     "serving",
+    "take_attempts",
     "take_unattributed",
     "transcripts_mode",
     "unattributed_usage",
@@ -302,11 +307,13 @@ def run_reports_unattributed(on: bool | None = None) -> bool:
     """Whether a pytest run reports (and warns about) the unattributed usage itself.
 
     ``on`` sets it (the plugin, at configure and unconfigure), forgets what was
-    counted so far, and returns the value before (to be restored)."""
+    counted so far (the unattributed usage and the endpoints' requests,
+    :func:`take_attempts`), and returns the value before (to be restored)."""
     before = _RUN_REPORTS[0]
     if on is not None:
         _RUN_REPORTS[0] = on
         take_unattributed()
+        take_attempts()
     return before
 
 
@@ -329,6 +336,86 @@ def take_unattributed() -> list[dict[str, Any]]:
         out = list(_UNATTRIBUTED)
         _UNATTRIBUTED.clear()
         return out
+
+
+# The requests the transports sent to each endpoint in this process, and how each
+# was answered: the report's llm.endpoints, there whenever a request was sent, even
+# when none was answered (an endpoint refusing everything).
+
+#: the figures of :func:`take_attempts`, per endpoint: ``requests`` sent (retries
+#: included, cache hits not), of which ``answered`` (2xx), ``refused_429``,
+#: ``unavailable_503``, ``other_status`` (any other status) and ``no_answer`` (no
+#: HTTP answer: a refused connection, a timeout, a dropped connection); and
+#: ``cut_short``: answered streams whose body ended before their end event.
+ATTEMPT_FIGURES = (
+    "requests",
+    "answered",
+    "refused_429",
+    "unavailable_503",
+    "other_status",
+    "no_answer",
+    "cut_short",
+)
+#: endpoints counted apart at most; the requests to any further one are counted
+#: under :data:`OTHER_ENDPOINTS`.
+ENDPOINTS_KEPT = 50
+OTHER_ENDPOINTS = "(other endpoints)"
+_ATTEMPTS: dict[str, dict[str, int]] = {}
+_ATTEMPTS_LOCK = threading.Lock()
+
+
+def attempt_outcome(status: int | None) -> str:
+    """The figure a request answered with ``status`` counts in (``None``: no
+    answer)."""
+    if status is None:
+        return "no_answer"
+    if 200 <= status < 300:
+        return "answered"
+    return {429: "refused_429", 503: "unavailable_503"}.get(status, "other_status")
+
+
+def record_attempt(endpoint: str, outcome: str) -> None:
+    """Count one request sent to ``endpoint`` (``scheme://host:port``) under
+    ``outcome`` (one of :data:`ATTEMPT_FIGURES` but ``requests``; ``cut_short``
+    counts no new request: that stream's request was counted as answered)."""
+    with _ATTEMPTS_LOCK:
+        figures = _ATTEMPTS.get(endpoint)
+        if figures is None:
+            if len(_ATTEMPTS) >= ENDPOINTS_KEPT:
+                endpoint = OTHER_ENDPOINTS
+            figures = _ATTEMPTS.setdefault(
+                endpoint, dict.fromkeys(ATTEMPT_FIGURES, 0)
+            )
+        if outcome != "cut_short":
+            figures["requests"] += 1
+        figures[outcome] += 1
+
+
+def take_attempts() -> dict[str, dict[str, int]]:
+    """Each endpoint's figures (:data:`ATTEMPT_FIGURES`) counted in this process
+    so far, emptied (a run reads them once, at its end)."""
+    with _ATTEMPTS_LOCK:
+        out = {k: dict(v) for k, v in _ATTEMPTS.items()}
+        _ATTEMPTS.clear()
+        return out
+
+
+def add_attempts(
+    total: dict[str, dict[str, int]], figures: Any
+) -> dict[str, dict[str, int]]:
+    """Add one process's :func:`take_attempts` (as read back: anything else is
+    ignored) to ``total``, figure by figure; returns ``total``."""
+    if not isinstance(figures, dict):
+        return total
+    for endpoint, counts in figures.items():
+        if not isinstance(counts, dict):
+            continue
+        sums = total.setdefault(str(endpoint), dict.fromkeys(ATTEMPT_FIGURES, 0))
+        for name in ATTEMPT_FIGURES:
+            value = counts.get(name)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                sums[name] += value
+    return total
 
 
 # What the reports show next to the scores: the response and the reference of each

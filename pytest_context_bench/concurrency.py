@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .errors import BlockingSystemWarning, CtxBenchError
+from .urls import endpoint_of
 
 __all__ = [
     "BLOCKING_STEP",
@@ -536,9 +537,7 @@ def endpoint_budget(url: str) -> EndpointBudget | None:
     budget = _LIMITS[0]
     if budget is None:
         return None
-    scheme, _, rest = url.partition("://")
-    netloc = rest.split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
-    key = f"{scheme}://{netloc}"
+    key = endpoint_of(url)
     with _ENDPOINTS_LOCK:
         gate = _ENDPOINTS.get(key)
         if gate is None:

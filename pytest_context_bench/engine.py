@@ -545,7 +545,20 @@ def attach_usage(row: EvalRow, scope: CallScope) -> BaseException | None:
             if said in theirs
             else f"{said} ({raised_by}: {theirs})",
         }
+    _name_cut_stream(row, scope)
     return _bypassed(row, scope, raised)
+
+
+def _name_cut_stream(row: EvalRow, scope: CallScope) -> None:
+    """A row in error after a stream of its call was cut short (transports.py: its
+    body ended before its end event): the row's message says so first, naming the
+    URL and what was missing, whatever the SDK made of it (the OpenAI SDK's
+    ``APIConnectionError: Connection error.``)."""
+    cuts = [str(u["cut_short"]) for u in scope.usage if u.get("cut_short")]
+    if not cuts or row.error is None or cuts[-1] in row.error["message"]:
+        return
+    theirs = f"{row.error['type']}: {row.error['message']}"
+    row.error = {**row.error, "message": f"{cuts[-1]} (the System raised {theirs})"}
 
 
 def _bypassed(

@@ -429,6 +429,13 @@ def merge_llm(shards: Sequence[Shard]) -> dict[str, Any] | None:
                         sums[name] = sums.get(name, 0) + value
     if budgets:
         out["budget"] = dict(sorted(budgets.items()))
+    from .calls import add_attempts
+
+    sent: dict[str, dict[str, int]] = {}
+    for sec in sections:  # the requests each endpoint was sent: summed
+        add_attempts(sent, sec.get("endpoints"))
+    if sent:
+        out["endpoints"] = dict(sorted(sent.items()))
     moneys = [sec["money"] for sec in sections if isinstance(sec.get("money"), dict)]
     if moneys:
         out["money"] = {

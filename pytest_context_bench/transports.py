@@ -49,6 +49,7 @@ the file and the fix) and the run goes on without the cache.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
@@ -77,14 +78,16 @@ from .cache import (
 from . import transcripts
 from .calls import (
     CallOwner,
+    attempt_outcome,
     call_owner,
+    record_attempt,
     record_unattributed,
     run_reports_unattributed,
     transcripts_mode,
 )
 from .netguard import ours
 from .results import is_token_count
-from .urls import register_headers
+from .urls import endpoint_of, register_headers
 from .errors import CacheWarning, CtxBenchError, UnattributedCallWarning
 
 __all__ = [
@@ -306,10 +309,12 @@ class _Core:
     ) -> tuple[LLMCache | None, str | None, dict[str, Any]]:
         """(cache, key, facts); key ``None``: not cacheable."""
         owner = call_owner()
+        api_url = clean_url(str(request.url))
         facts: dict[str, Any] = {
             "model": None,
             "owner": owner,
-            "api_url": clean_url(str(request.url)),  # the provider, for prices
+            "api_url": api_url,  # the provider, for prices
+            "endpoint": endpoint_of(api_url),  # the report's llm.endpoints
         }
         canonical = canonical_body(body)
         parsed: Any = None
@@ -483,6 +488,8 @@ class _Core:
             entry["model"] = facts["model"]
         if facts.get("estimated"):
             entry["estimated"] = True
+        if facts.get("cut_short"):
+            entry["cut_short"] = facts["cut_short"]  # the row's error names it
         entry["api_url"] = facts["api_url"]
         if owner.scope is not None:
             owner.scope.usage.append(entry)
@@ -511,7 +518,15 @@ class _Core:
     def failed(self, facts: dict[str, Any], exc: BaseException) -> None:
         """No response: the request failed (a timeout, a refused connection)."""
         name, text = type(exc).__name__, str(exc)
+        if isinstance(exc, Exception):  # not a cancelled call or Ctrl-C
+            record_attempt(facts["endpoint"], "no_answer")
         self.note(facts, None, error=f"{name}: {text}" if text else name)
+
+    @staticmethod
+    def sent(facts: dict[str, Any], status: int) -> None:
+        """A request sent and answered with ``status`` (the report's
+        ``llm.endpoints``: counted even when no reply is ever read)."""
+        record_attempt(facts["endpoint"], attempt_outcome(status))
 
     # -- streamed replies (server-sent events) ---------------------------------------
     def streamed(
@@ -593,16 +608,29 @@ class _Core:
     ) -> None:
         """Meter a streamed reply from its events (:func:`stream_usage`) through
         :meth:`meter`, so it counts as any other reply does."""
-        usage, estimated = stream_usage(content, facts.get("request"), complete)
+        self.meter_read(_read_stream(content), facts, how, complete)
+
+    def meter_read(
+        self,
+        read: _Read,
+        facts: dict[str, Any],
+        how: str,
+        complete: bool,
+        cut: str | None = None,
+    ) -> None:
+        """:meth:`meter_stream` of a stream already read; ``cut``: why it was cut
+        short (the call record's error)."""
+        usage, estimated = _usage_of_read(read, facts.get("request"), complete)
         text, finish = usage.pop("text"), usage.pop("finish_reason")
-        facts["estimated"] = estimated
+        facts["estimated"], facts["cut_short"] = estimated, cut
         try:
             self.meter(json.dumps(usage).encode(), facts, how)
         finally:
             facts.pop("estimated", None)
+            facts.pop("cut_short", None)
         # the row's call record (--ctxbench-transcripts): the text the events carried
         reply = {"choices": [{"message": {"content": text}, "finish_reason": finish}]}
-        self.note(facts, 200, cache=how, data=reply, streamed=True)
+        self.note(facts, 200, cache=how, data=reply, streamed=True, error=cut)
 
 
 def is_event_stream(content_type: str) -> bool:
@@ -639,24 +667,74 @@ def _event_chunks(body: bytes) -> list[bytes]:
     return chunks
 
 
+#: a blank line, the end of an event (each line ended by CR LF, LF or CR; a CR LF
+#: is one line end, never a CR and an LF)
+_BLANK_LINE = re.compile(
+    rb"\r\n\r\n|\r\n\r|\r\n\n|\r\r\n|\r\r|\n\r\n|\n\r|\n\n"
+)
+
+
+def _blank_lines(body: bytes) -> Iterator[tuple[int, int]]:
+    """The spans of the blank lines that end ``body``'s events. One kind of line end
+    throughout (``\\n``, or ``\\r\\n``: the usual streams) is found with a
+    plain search, many times faster than the pattern that allows any mix."""
+    crs = body.count(b"\r")
+    if crs == 0:
+        blank = re.compile(rb"\n\n")
+    elif crs == body.count(b"\r\n") == body.count(b"\n"):
+        blank = re.compile(rb"\r\n\r\n")
+    else:
+        blank = _BLANK_LINE
+    return (m.span() for m in blank.finditer(body))
+
+
+def _raw_events(body: bytes) -> Iterator[tuple[str, str, list[tuple[int, int]]]]:
+    """``(event, text, spans)`` for each event of ``body``, one at a time: its
+    name, its text (line ends made ``\\n``) and where each ``data:`` value lies in
+    it. Each event is decoded on its own and its values are not copied out, so a
+    stream costs its body and about twice its largest event, not copies of the
+    whole body."""
+    view = memoryview(body)
+    start = 0
+    for begin, after in itertools.chain(_blank_lines(body), [(len(body), 0)]):
+        if begin <= start:
+            start = max(start, after)
+            continue
+        text = str(view[start:begin], "utf-8", "replace")
+        start = after
+        if "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        name, spans = "", []
+        pos, size = 0, len(text)
+        while pos <= size:
+            end = text.find("\n", pos)
+            end = size if end < 0 else end
+            colon = text.find(":", pos, end)
+            field_end = end if colon < 0 else colon
+            at = end if colon < 0 else colon + 1  # a field name alone: value ""
+            if text.startswith(" ", at, end):
+                at += 1
+            if field_end - pos == 4 and text.startswith("data", pos):
+                spans.append((at, end))
+            elif field_end - pos == 5 and text.startswith("event", pos):
+                name = text[at:end]
+            pos = end + 1
+        yield name, text, spans
+        del text
+
+
+def _iter_events(body: bytes) -> Iterator[tuple[str, str]]:
+    """The ``(event, data)`` pairs of ``body``, one event at a time."""
+    for name, text, spans in _raw_events(body):
+        if spans:
+            yield name, "\n".join(text[a:b] for a, b in spans)
+
+
 def sse_events(body: bytes) -> list[tuple[str, str]]:
     """The server-sent events of ``body`` as ``(event, data)`` pairs (``event``
     ``""`` when the event names none; several ``data:`` lines joined by newlines;
     comments and events without data left out)."""
-    events: list[tuple[str, str]] = []
-    text = body.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
-    for block in text.split("\n\n"):
-        name, data = "", []
-        for line in block.split("\n"):
-            field_, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field_ == "event":
-                name = value
-            elif field_ == "data":
-                data.append(value)
-        if data:
-            events.append((name, "\n".join(data)))
-    return events
+    return list(_iter_events(body))
 
 
 def _texts(value: Any) -> Iterator[str]:
@@ -674,81 +752,202 @@ def _texts(value: Any) -> Iterator[str]:
             yield from _texts(value["content"])
 
 
+#: the most characters of one text that the usage estimate of a stream tokenizes
+#: (:func:`estimate_tokens`): about 0.2 s of cl100k_base at its slowest (CJK).
+ESTIMATE_CHARS = 200_000
+_WINDOWS = 8
+
+
+def estimate_tokens(text: str) -> int:
+    """The tokens of ``text`` by the run's tokenizer, for a usage estimate: counted
+    exactly up to :data:`ESTIMATE_CHARS` characters; a longer text is counted on
+    8 windows of ``ESTIMATE_CHARS / 8`` characters spread evenly over it, and the
+    count scaled to its length (so that a 30 MB event costs the same few tenths of
+    a second as a 200,000-character one, and memory for 200,000 characters' tokens,
+    not 30 million's). The estimate is exact for text as uniform as the windows and
+    off by the difference in tokens per character elsewhere."""
+    from .tokens import count_tokens
+
+    length = len(text)
+    if length <= ESTIMATE_CHARS:
+        return count_tokens(text)
+    size = ESTIMATE_CHARS // _WINDOWS
+    step = (length - size) / (_WINDOWS - 1)
+    counted = 0
+    for i in range(_WINDOWS):
+        at = int(i * step)
+        counted += count_tokens(text[at : at + size])
+    return -(-counted * length // (size * _WINDOWS))  # rounded up
+
+
+#: events that end a stream (besides OpenAI's ``data: [DONE]``): Anthropic's, and
+#: the Responses API's three last ones.
+_END_EVENTS = frozenset(
+    ("message_stop", "response.completed", "response.incomplete", "response.failed")
+)
+_ANTHROPIC_EVENTS = frozenset(
+    ("message_start", "content_block_start", "content_block_delta",
+     "content_block_stop", "message_delta", "message_stop")
+)
+
+
+class _Read:
+    """What the events of a streamed reply say (:func:`_read_stream`)."""
+
+    __slots__ = ("raw", "model", "pieces", "finish", "end", "shape", "events", "error")
+
+    def __init__(self) -> None:
+        self.raw: dict[str, Any] = {}  # the usage reported
+        self.model: Any = None
+        self.pieces: list[str] = []  # the text of the deltas
+        self.finish: Any = None  # finish_reason / stop_reason
+        self.end = False  # an event that ends the stream was read
+        self.shape: str | None = None  # "chat", "anthropic", "responses"
+        self.events = 0
+        self.error = False  # the stream reported an error
+
+    def missing(self) -> str:
+        """What a stream cut short lacks, in words."""
+        if self.shape == "anthropic":
+            stop = "" if self.finish is not None else "no stop_reason and "
+            return f"{stop}no `message_stop` event"
+        if self.shape == "responses":
+            return "no `response.completed` event"
+        finish = "" if self.finish is not None else "no finish_reason and "
+        return f"{finish}no `data: [DONE]`"
+
+
+_JSON = json.JSONDecoder()
+_JSON_SPACE = " \t\n\r"
+
+
+def _read_stream(body: bytes) -> _Read:
+    """Read a streamed reply's events once: its usage, model, text, finish reason,
+    whether it reached its end event, its shape and whether it reported an error."""
+    read = _Read()
+    for name, text, spans in _raw_events(body):
+        if not spans:
+            continue
+        if len(spans) > 1:  # several data lines: one value, joined by newlines
+            text = "\n".join(text[a:b] for a, b in spans)
+            spans = [(0, len(text))]
+        _read_event(read, name, text, *spans[0])
+        del text  # a giant event is not held while the next one is read
+    return read
+
+
+def _json_in(text: str, start: int, end: int) -> Any:
+    """``json.loads(text[start:end])``, without copying the slice (one event's data
+    may be tens of megabytes)."""
+    while start < end and text[start] in _JSON_SPACE:
+        start += 1
+    value, stop = _JSON.raw_decode(text, start)
+    if stop > end or text[stop:end].strip(_JSON_SPACE):
+        raise ValueError("extra data after the JSON value")
+    return value
+
+
+def _read_event(read: _Read, name: str, text: str, start: int, end: int) -> None:
+    """What one event of a stream (its data: ``text[start:end]``) adds to
+    ``read``."""
+    read.events += 1
+    if name == "error":
+        read.error = True
+    if end - start < 32 and text[start:end].strip() == "[DONE]":
+        read.end = True
+        return
+    try:
+        value = _json_in(text, start, end)
+    except (ValueError, RecursionError):
+        read.end = read.end or name in _END_EVENTS
+        return
+    if not isinstance(value, dict):
+        return
+    pieces = read.pieces
+    kind = value.get("type", name)
+    if not isinstance(kind, str):
+        kind = ""  # a "type" of another kind names no event we know
+    if value.get("error") is not None or kind in ("error", "response.failed"):
+        read.error = True
+    if kind in _END_EVENTS:
+        read.end = True
+    if kind in _ANTHROPIC_EVENTS:
+        read.shape = "anthropic"
+    elif kind.startswith("response."):
+        read.shape = "responses"
+    if kind == "response.completed" and isinstance(value.get("response"), dict):
+        # OpenAI's Responses API: the usage comes with the whole response
+        done = value["response"]
+        read.model = done.get("model", read.model)
+        if isinstance(done.get("usage"), dict):
+            read.raw = dict(done["usage"])
+        return
+    if kind == "response.output_text.delta" and isinstance(value.get("delta"), str):
+        pieces.append(value["delta"])
+        return
+    if kind == "message_start" and isinstance(value.get("message"), dict):
+        message = value["message"]
+        read.model = message.get("model", read.model)
+        if isinstance(message.get("usage"), dict):
+            read.raw.update(message["usage"])
+        return
+    if isinstance(value.get("model"), str):
+        read.model = value["model"]
+    if isinstance(value.get("usage"), dict):
+        if kind == "message_delta":
+            if isinstance(value.get("delta"), dict):
+                read.finish = value["delta"].get("stop_reason", read.finish)
+            read.raw.update({k: v for k, v in value["usage"].items() if v is not None})
+        else:
+            read.raw = dict(value["usage"])
+    delta = value.get("delta")
+    if kind == "content_block_delta" and isinstance(delta, dict):
+        for part in ("text", "partial_json", "thinking"):
+            if isinstance(delta.get(part), str):
+                pieces.append(delta[part])
+    choices = value.get("choices")
+    if isinstance(choices, list):
+        read.shape = read.shape or "chat"
+    for choice in choices or ():
+        step = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(step, dict):
+            continue
+        read.finish = choice.get("finish_reason") or read.finish
+        if isinstance(step.get("content"), str):
+            pieces.append(step["content"])
+        for call in step.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                pieces.append(str(function.get("arguments") or ""))
+
+
 def stream_usage(
     body: bytes, request: Any, complete: bool = True
 ) -> tuple[dict[str, Any], bool]:
     """``({"model", "usage", "text", "finish_reason"}, estimated)`` of a streamed
     reply (the first two for :func:`usage_of`; the text of its deltas and its finish
-    or stop reason for the row's call record): the usage its events report (OpenAI: the last chunk with a
-    ``usage``; Anthropic: ``message_start``'s, updated by ``message_delta``'s);
-    when they report none, or the stream was not read to its end (``complete``
-    false), the prompt (the request's messages and system prompt) and completion
-    (the text of the deltas) counted with the run's tokenizer, ``estimated`` true.
+    or stop reason for the row's call record): the usage its events report (OpenAI:
+    the last chunk with a ``usage``; Anthropic: ``message_start``'s, updated by
+    ``message_delta``'s); when they report none, or the stream was not read to its
+    end (``complete`` false), the prompt (the request's messages and system prompt)
+    and completion (the text of the deltas) counted with the run's tokenizer
+    (:func:`estimate_tokens`), ``estimated`` true.
 
     :param body: the stream's bytes.
     :param request: the parsed JSON request body.
     :param complete: whether the stream was read to its end.
     """
-    raw: dict[str, Any] = {}
-    model: Any = None
-    pieces: list[str] = []
-    finish: Any = None
-    for name, data in sse_events(body):
-        try:
-            value = json.loads(data)
-        except ValueError:
-            continue  # [DONE]
-        if not isinstance(value, dict):
-            continue
-        kind = value.get("type", name)
-        if kind == "response.completed" and isinstance(value.get("response"), dict):
-            # OpenAI's Responses API: the usage comes with the whole response
-            done = value["response"]
-            model = done.get("model", model)
-            if isinstance(done.get("usage"), dict):
-                raw = dict(done["usage"])
-            continue
-        if kind == "response.output_text.delta" and isinstance(
-            value.get("delta"), str
-        ):
-            pieces.append(value["delta"])
-            continue
-        if kind == "message_start" and isinstance(value.get("message"), dict):
-            message = value["message"]
-            model = message.get("model", model)
-            if isinstance(message.get("usage"), dict):
-                raw.update(message["usage"])
-            continue
-        if isinstance(value.get("model"), str):
-            model = value["model"]
-        if isinstance(value.get("usage"), dict):
-            if kind == "message_delta":
-                if isinstance(value.get("delta"), dict):
-                    finish = value["delta"].get("stop_reason", finish)
-                raw.update({k: v for k, v in value["usage"].items() if v is not None})
-            else:
-                raw = dict(value["usage"])
-        delta = value.get("delta")
-        if kind == "content_block_delta" and isinstance(delta, dict):
-            for part in ("text", "partial_json", "thinking"):
-                if isinstance(delta.get(part), str):
-                    pieces.append(delta[part])
-        for choice in value.get("choices") or ():
-            step = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(step, dict):
-                continue
-            finish = choice.get("finish_reason") or finish
-            if isinstance(step.get("content"), str):
-                pieces.append(step["content"])
-            for call in step.get("tool_calls") or ():
-                function = call.get("function") if isinstance(call, dict) else None
-                if isinstance(function, dict):
-                    pieces.append(str(function.get("arguments") or ""))
-    said = {"text": "".join(pieces), "finish_reason": finish}
+    return _usage_of_read(_read_stream(body), request, complete)
+
+
+def _usage_of_read(
+    read: _Read, request: Any, complete: bool
+) -> tuple[dict[str, Any], bool]:
+    """:func:`stream_usage` of a stream already read."""
+    raw, model = read.raw, read.model
+    said = {"text": "".join(read.pieces), "finish_reason": read.finish}
     if raw and complete:
         return {"model": model, "usage": raw, **said}, False
-    from .tokens import count_tokens
-
     asked = request if isinstance(request, dict) else {}
     prompt = [
         text
@@ -757,8 +956,8 @@ def stream_usage(
         for text in _texts(asked.get(name))
     ]
     counted: dict[str, Any] = {
-        "prompt_tokens": sum(count_tokens(t) for t in prompt),
-        "completion_tokens": count_tokens("".join(pieces)),
+        "prompt_tokens": sum(estimate_tokens(t) for t in prompt if t),
+        "completion_tokens": estimate_tokens(said["text"]) if said["text"] else 0,
     }
     if raw:  # reported so far (an abandoned stream): the prompt side is known
         known = usage_of({"usage": raw}, None)
@@ -767,14 +966,18 @@ def stream_usage(
     return {"model": model, "usage": counted, **said}, True
 
 
-#: the SSE events that end a stream (OpenAI's ``data: [DONE]``, Anthropic's
-#: ``message_stop``): a client may close the stream as soon as it has read one.
-_STREAM_END = re.compile(rb"(^|\n)data: ?\[DONE\]|(^|\n)event: ?message_stop\b")
-
-
 class _Record:
     """What one streamed reply left so far; stored and metered once, when the
-    client closes the stream (or it ends)."""
+    client closes the stream (or it ends).
+
+    A stream is complete when an event that ends it was read (OpenAI's
+    ``data: [DONE]``, Anthropic's ``message_stop``, the Responses API's
+    ``response.completed``): the end of the body is not enough, since a network or
+    a proxy that cuts a stream may close the connection cleanly. A body that ends
+    without it is cut short: the client gets an error naming what is missing
+    (:meth:`cut_short`), and nothing is stored. An event stream that is not an LLM
+    reply (no ``"stream": true`` in the request, no LLM event in it) ends with its
+    body, as any other reply."""
 
     def __init__(
         self,
@@ -789,25 +992,57 @@ class _Record:
         self.method, self.url = request.method, str(request.url)
         self.status = response.status_code
         self.ctype = response.headers.get("content-type", "text/event-stream")
+        asked = facts.get("request")
+        self.asked = isinstance(asked, dict) and asked.get("stream") is True
         self.parts: list[bytes] = []
         self.ended = False  # the body was read to its end
         self.failed = False  # reading it raised
+        self.cut: str | None = None  # why the stream is cut short
         self.done = False
+        self._read: tuple[bytes, _Read] | None = None
+
+    def read(self) -> tuple[bytes, _Read]:
+        """The body so far and what its events say (read once the body is whole)."""
+        if self._read is None or len(self.parts) != 1 or self.parts[0] is not self._read[0]:
+            body = b"".join(self.parts)
+            self.parts = [body]  # one copy, not the chunks and their join
+            self._read = (body, _read_stream(body))
+        return self._read
+
+    def llm_stream(self, read: _Read) -> bool:
+        return self.asked or read.shape is not None
+
+    def cut_short(self) -> str | None:
+        """At the end of the body: ``None`` when the stream is whole, else the
+        error the client gets, naming the URL and what is missing."""
+        _, read = self.read()
+        if read.end or read.error or not self.llm_stream(read):
+            return None
+        n = read.events
+        self.cut = (
+            f"the stream from {self.method} {self.facts.get('api_url') or self.url}"
+            f" ended after {n} event{'' if n == 1 else 's'} with {read.missing()}:"
+            " the network or a proxy cut it short (the connection closed before its"
+            " end), so it is not stored in the LLM cache and is sent again next time"
+        )
+        return self.cut
 
     def close(self) -> None:
         if self.done:
             return
         self.done = True
-        body = b"".join(self.parts)
-        complete = not self.failed and (
-            self.ended or _STREAM_END.search(body.replace(b"\r\n", b"\n")) is not None
-        )
+        body, read = self.read()
+        self.parts, self._read = [], None
+        whole = read.end or (self.ended and not self.llm_stream(read))
+        complete = not self.failed and self.cut is None and whole
         cache, key = self.cache, self.key
         how = "off" if cache is None else "uncached" if key is None else "miss"
-        self.core.meter_stream(body, self.facts, how, complete)
+        if self.cut is not None:
+            record_attempt(self.facts["endpoint"], "cut_short")
+        self.core.meter_read(read, self.facts, how, complete, self.cut)
         if cache is None or key is None or not complete or self.facts.get("bad_usage"):
             return
-        if any(name == "error" or _is_error(data) for name, data in sse_events(body)):
+        if read.error:
             return  # an error reported inside the stream is not a reply to keep
         self.core.store(
             cache, key, self.method, self.url, self.facts,
@@ -815,22 +1050,14 @@ class _Record:
         )
 
 
-def _is_error(data: str) -> bool:
-    try:
-        value = json.loads(data)
-    except ValueError:
-        return False
-    return isinstance(value, dict) and (
-        value.get("error") is not None or value.get("type") == "error"
-    )
-
-
 _STREAM_CLASSES: dict[str, tuple[Any, Any, Any]] = {}
 
 
 def _streams(http: Any) -> tuple[Any, Any, Any]:
     """(sync recorder, async recorder, replay) byte streams of the ``http`` module
-    (``httpx`` or ``httpx2``: a client checks its own stream classes)."""
+    (``httpx`` or ``httpx2``: a client checks its own stream classes). A recorder
+    raises the module's ``RemoteProtocolError`` at the end of a stream cut short
+    (:meth:`_Record.cut_short`), as it does for a connection dropped mid-chunk."""
     made = _STREAM_CLASSES.get(http.__name__)
     if made is not None:
         return made
@@ -848,6 +1075,9 @@ def _streams(http: Any) -> tuple[Any, Any, Any]:
                 self._record.failed = True
                 raise
             self._record.ended = True
+            cut = self._record.cut_short()
+            if cut is not None:
+                raise http.RemoteProtocolError(cut)
 
         def close(self) -> None:
             try:
@@ -868,6 +1098,9 @@ def _streams(http: Any) -> tuple[Any, Any, Any]:
                 self._record.failed = True
                 raise
             self._record.ended = True
+            cut = self._record.cut_short()
+            if cut is not None:
+                raise http.RemoteProtocolError(cut)
 
         async def aclose(self) -> None:
             try:
@@ -888,6 +1121,7 @@ def _streams(http: Any) -> tuple[Any, Any, Any]:
 
     made = _STREAM_CLASSES[http.__name__] = (Recorder, AsyncRecorder, Replay)
     return made
+
 
 class CacheTransport(httpx.BaseTransport):
     """A sync httpx transport that caches replies and meters usage.
@@ -920,6 +1154,7 @@ class CacheTransport(httpx.BaseTransport):
         except BaseException as exc:
             self._core.failed(facts, exc)
             raise
+        self._core.sent(facts, response.status_code)
         if not self._core.wants_body(response):
             return self._core.streamed(cache, key, request, response, facts)
         try:
@@ -961,6 +1196,7 @@ class AsyncCacheTransport(httpx.AsyncBaseTransport):
         except BaseException as exc:
             self._core.failed(facts, exc)
             raise
+        self._core.sent(facts, response.status_code)
         if not self._core.wants_body(response):
             return self._core.astreamed(cache, key, request, response, facts)
         try:

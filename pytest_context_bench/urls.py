@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 __all__ = [
     "SECRET_WORDS",
+    "endpoint_of",
     "name_words",
     "redact",
     "redact_secrets",
@@ -136,6 +137,14 @@ def safe_url(url: str) -> str:
         ]
         query = urlencode(kept)
     return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def endpoint_of(url: str) -> str:
+    """``scheme://host:port`` of ``url`` (the port as written; no user
+    information, path or query): the endpoint the report counts requests for."""
+    scheme, _, rest = url.partition("://")
+    netloc = rest.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0].rpartition("@")[2]
+    return f"{scheme}://{netloc}"
 
 
 def redact_urls(text: str) -> str:

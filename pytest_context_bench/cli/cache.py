@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from .._text import inert
 from ..cache import CACHE_FILE, CacheFileError, CacheLinkError, CacheStore, parse_age
 
 __all__ = ["add_parser", "run"]
@@ -65,8 +66,8 @@ def _when(ts: float | None) -> str:
 
 
 def _message(exc: CacheFileError) -> str:
-    return f"ctxbench cache: {exc}".replace(
-        "; the run goes on without the cache.", "."
+    return inert(
+        f"ctxbench cache: {exc}".replace("; the run goes on without the cache.", ".")
     )
 
 
@@ -90,7 +91,7 @@ def _clear_unreadable(
         print(_message(err), file=sys.stderr)
         return 4
     what = reason.replace(f"the LLM cache {store.path} ", "", 1)
-    print(f"deleted {', '.join(str(p) for p in removed)}: the file {what}")
+    print(inert(f"deleted {', '.join(str(p) for p in removed)}: the file {what}"))
     return 0
 
 
@@ -111,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
                 return _clear_unreadable(store, directory, args.older_than, exc)
             what = "" if args.older_than is None else " older than the given age"
             print(
-                f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}{what} from {path}"
+                f"deleted {deleted} entr{'y' if deleted == 1 else 'ies'}{what} from"
+                f" {inert(str(path))}"
             )
             return 0
         info = store.info()
@@ -123,16 +125,19 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, indent=2, sort_keys=True))
         return 0
+    # The file's contents (and its path) are data, shown, never acted on: an escape
+    # sequence in a stored URL or version reaches a CI log as `\x1b`, not as ESC.
+    shown = inert(str(path))
     if not path.exists():
-        print(f"{path}: no cache yet (0 entries)")
+        print(f"{shown}: no cache yet (0 entries)")
         return 0
-    print(f"{path}")
+    print(shown)
     print(
         f"  entries: {info['entries']}  size: {info['bytes'] / 1024:,.1f} KiB  schema: {info['schema_version']}"
     )
     print(f"  oldest: {_when(info['oldest'])}  newest: {_when(info['newest'])}")
     for version, n in info["versions"].items():
-        print(f"  written by pytest-context-bench {version}: {n}")
+        print(f"  written by pytest-context-bench {inert(str(version))}: {n}")
     for e in info["endpoints"]:
-        print(f"  {e['entries']:>8}  {e['method']} {e['url']}")
+        print(f"  {e['entries']:>8}  {inert(str(e['method']))} {inert(str(e['url']))}")
     return 0

@@ -28,7 +28,7 @@ from ..importing import load_system
 from ..inputs import check_unique_names
 from ..keys import environment_key
 from . import llmcache
-from .llmcache import UNATTRIBUTED_KEY
+from .llmcache import ATTEMPTS_KEY, UNATTRIBUTED_KEY
 from .manifest import WORKEROUTPUT_KEY
 from .options import (
     CODE_PACKAGES,
@@ -765,9 +765,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if state is not None and state.manifest is not None and workeroutput is not None:
         workeroutput[WORKEROUTPUT_KEY] = state.manifest
     if state is not None and workeroutput is not None:
-        from ..calls import take_unattributed
+        from ..calls import take_attempts, take_unattributed
 
         workeroutput[UNATTRIBUTED_KEY] = take_unattributed()
+        workeroutput[ATTEMPTS_KEY] = take_attempts()
         if state.calls is not None and state.calls.endpoints:
             from .llmcache import BUDGET_KEY
 

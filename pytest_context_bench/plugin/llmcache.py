@@ -49,6 +49,8 @@ BROKEN_KEY = "ctxbench_cache_broken"
 UNATTRIBUTED_KEY = "ctxbench_unattributed"
 #: workeroutput key: each endpoint's adaptive call budget (concurrency.py).
 BUDGET_KEY = "ctxbench_budget"
+#: workeroutput key: the requests sent to each endpoint (calls.take_attempts).
+ATTEMPTS_KEY = "ctxbench_attempts"
 
 
 def default_cache_dir(config: pytest.Config) -> Path:
@@ -135,11 +137,14 @@ def llm_summary(
     cache: LLMCache | None,
     settings: Settings,
     unattributed: Iterable[dict[str, Any]] = (),
+    endpoints: dict[str, dict[str, int]] | None = None,
 ) -> dict[str, Any] | None:
     """Cache hits and misses, calls sent, tokens and money (spent and saved) over the
     rows' measured usage and the run's ``unattributed`` requests (made while several
     example calls were in flight, from threads outside their call's context: see
-    calls.py); ``None`` when no LLM call was measured."""
+    calls.py), and the requests sent to each endpoint (``endpoints``, from
+    :func:`~pytest_context_bench.calls.take_attempts`: there whenever a request was
+    sent, answered or not); ``None`` when no LLM call was measured nor sent."""
     from ..pricing import add_mismatch, usage_summary
 
     unattributed = list(unattributed)
@@ -220,7 +225,8 @@ def llm_summary(
                 money[key] += float(value)
             elif settings.prices:
                 money[key] = math.nan
-    if not seen and not misses and not any(past.values()):
+    endpoints = {k: v for k, v in (endpoints or {}).items() if any(v.values())}
+    if not seen and not misses and not any(past.values()) and not endpoints:
         return None
     out: dict[str, Any] = {
         "cache": {
@@ -246,6 +252,8 @@ def llm_summary(
     if mismatch:
         # Replies that named another model than the one asked for (warned once).
         out["model_mismatch"] = list(mismatch.values())
+    if endpoints:
+        out["endpoints"] = {k: dict(v) for k, v in sorted(endpoints.items())}
     if loose is not None:
         # Counted above; shown apart, since no row (so no suite's gate) has them.
         out["unattributed"] = loose
@@ -380,7 +388,8 @@ def summary_lines(
                 {"yellow": True},
             )
         )
-    for endpoint, b in (summary.get("budget") or {}).items():
+    budgets = summary.get("budget") or {}
+    for endpoint, b in budgets.items():
         if b.get("refused_429") or b.get("unavailable_503"):
             text = (
                 f"LLM endpoint {endpoint} pushed back:"
@@ -390,6 +399,7 @@ def summary_lines(
                 f" {b.get('ceiling')} (docs/concurrency.md, 'Adaptive budget')"
             )
             lines.append((text, {"yellow": True}))
+    lines.extend(_endpoint_lines(summary.get("endpoints") or {}, budgets))
     lines.extend(_past_lines(c))
     if c["replay_misses"]:
         lines.append(
@@ -442,6 +452,39 @@ def summary_lines(
                     {"yellow": True},
                 )
             )
+    return lines
+
+
+def _endpoint_lines(
+    endpoints: dict[str, dict[str, int]], budgets: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """The lines on endpoints that pushed back (429, 503) without a call budget
+    saying so above, that did not answer, or whose streams were cut short."""
+    lines: list[tuple[str, dict[str, Any]]] = []
+    for endpoint, e in endpoints.items():
+        sent, answered = e.get("requests", 0), e.get("answered", 0)
+        pushed = (e.get("refused_429", 0), e.get("unavailable_503", 0))
+        if any(pushed) and endpoint not in budgets:
+            text = (
+                f"LLM endpoint {endpoint} pushed back: {pushed[0]} × 429,"
+                f" {pushed[1]} × 503 in {sent} requests ({answered} answered)"
+            )
+            lines.append((text, {"yellow": True}))
+        others = e.get("other_status", 0), e.get("no_answer", 0)
+        if any(others):
+            text = (
+                f"LLM endpoint {endpoint}: {others[0]} request(s) answered with an"
+                f" error status, {others[1]} with no answer (refused, timed out or"
+                f" dropped) of {sent}"
+            )
+            lines.append((text, {"yellow": True}))
+        if e.get("cut_short"):
+            text = (
+                f"LLM endpoint {endpoint}: {e['cut_short']} stream(s) cut short (the"
+                " body ended before its end event); not cached (docs/cache.md,"
+                " 'Streams cut short')"
+            )
+            lines.append((text, {"yellow": True}))
     return lines
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .._text import inert
-from .llmcache import BUDGET_KEY, UNATTRIBUTED_KEY
+from .llmcache import ATTEMPTS_KEY, BUDGET_KEY, UNATTRIBUTED_KEY
 from .manifest import WORKEROUTPUT_KEY, account, merge_manifest
 from .options import GATE_PARTIAL, Settings
 from .outputs import STEP_SUMMARY_KEY
@@ -116,6 +116,9 @@ class Controller:
         #: endpoint -> its adaptive call budget, summed over the processes that
         #: called it (concurrency.EndpointBudget.summary)
         self.budgets: dict[str, dict[str, int]] = {}
+        #: endpoint -> the requests sent to it and how they were answered, summed
+        #: over the processes (calls.take_attempts)
+        self.attempts: dict[str, dict[str, int]] = {}
         #: why an xdist worker found that $GITHUB_STEP_SUMMARY names code it imported
         self.worker_step_summary: str | None = None
         #: why the step summary was refused at the end of the run (warned once, at
@@ -175,6 +178,9 @@ class Controller:
         if isinstance(loose, list):
             self.unattributed.extend(e for e in loose if isinstance(e, dict))
         self.add_budgets(output.get(BUDGET_KEY))
+        from ..calls import add_attempts
+
+        add_attempts(self.attempts, output.get(ATTEMPTS_KEY))
         said = output.get(STEP_SUMMARY_KEY)
         if isinstance(said, str) and self.worker_step_summary is None:
             self.worker_step_summary = said
@@ -358,12 +364,17 @@ class Controller:
         self._completeness(interrupted, str(stopped) if stopped else None)
         if self.completeness.get("gates_skipped"):
             self.gates_skipped = str(self.completeness["gates_skipped"])
-        from ..calls import take_unattributed
+        from ..calls import add_attempts, take_attempts, take_unattributed
         from .llmcache import llm_summary
 
         self.unattributed.extend(take_unattributed())
+        add_attempts(self.attempts, take_attempts())
         self.llm = llm_summary(
-            (r.row for r in self.records), self.llm_cache, self.settings, self.unattributed
+            (r.row for r in self.records),
+            self.llm_cache,
+            self.settings,
+            self.unattributed,
+            self.attempts,
         )
         if self.llm is not None and self.budgets:
             self.llm["budget"] = {k: dict(v) for k, v in sorted(self.budgets.items())}

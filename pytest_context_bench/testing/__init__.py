@@ -5,6 +5,6 @@ Pure standard library; importing this never imports pytest.
 
 from __future__ import annotations
 
-from .fake_llm import FakeLLM, RecordedRequest, Reply, fake_embedding
+from .fake_llm import MAX_BODY, FakeLLM, RecordedRequest, Reply, fake_embedding
 
-__all__ = ["FakeLLM", "RecordedRequest", "Reply", "fake_embedding"]
+__all__ = ["MAX_BODY", "FakeLLM", "RecordedRequest", "Reply", "fake_embedding"]

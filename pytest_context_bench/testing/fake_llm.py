@@ -21,7 +21,11 @@ line (:mod:`pytest_context_bench.testing.__main__`, docs/llm.md).
         client = LLMClient(llm.base_url)
         client.chat([{"role": "user", "content": "hi"}], model="m").text  # "4"
 
-Pure standard library; it never imports pytest.
+A request body larger than ``max_body`` bytes (64 MiB by default) is answered
+``413`` without being read into memory, and a body that is not JSON (or JSON nested
+too deeply to parse) ``400``; neither is recorded nor takes a reply.
+
+Pure standard library (and the package's own ``_text``); it never imports pytest.
 """
 
 from __future__ import annotations
@@ -39,7 +43,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
-__all__ = ["FakeLLM", "RecordedRequest", "Reply", "fake_embedding"]
+from .._text import inert
+
+__all__ = ["MAX_BODY", "FakeLLM", "RecordedRequest", "Reply", "fake_embedding"]
+
+#: the largest request body the server reads (bytes); a larger one is answered 413.
+MAX_BODY = 64 * 1024 * 1024
 
 
 @dataclass
@@ -67,6 +76,11 @@ class Reply:
         (a stream broken off midway); ``None``: the whole stream.
     :param model: the ``model`` a chat or messages reply names; ``None``: the one
         the request asked for (a reply naming another model: a proxy's fallback).
+    :param cut_cleanly: with ``stream_cut``, the reply is a body that ends when the
+        connection closes (no ``Content-Length``, not chunked: as HTTP/1.0 servers
+        and some proxies send it), closed cleanly after the cut: HTTP sees a whole
+        reply, only its last events are missing (a network or proxy cut that no
+        HTTP error shows).
     """
 
     text: str = "OK"
@@ -82,6 +96,7 @@ class Reply:
     chunks: list[str] | None = None
     stream_cut: int | None = None
     model: str | None = None
+    cut_cleanly: bool = False
 
 
 @dataclass
@@ -157,7 +172,11 @@ class FakeLLM:
     :param port: the port to listen on (``0``, the default: a free one).
     :param latency: seconds added to every reply's delay (a slow endpoint).
     :param log: called with one line per request served (method, path, model,
-        whether streamed, status), e.g. ``print``; ``None``: no log.
+        whether streamed, status), e.g. ``print``; ``None``: no log. The path and
+        the model are the client's: their control characters are shown escaped
+        (``\\x1b``).
+    :param max_body: the largest request body read, in bytes (default
+        :data:`MAX_BODY`, 64 MiB); a larger one is answered ``413`` unread.
 
     Use it as a context manager (or call :meth:`start` and :meth:`stop`).
     :attr:`base_url` is ``http://127.0.0.1:PORT`` and :attr:`url_v1` the same with
@@ -174,7 +193,10 @@ class FakeLLM:
         port: int = 0,
         latency: float = 0.0,
         log: Callable[[str], Any] | None = None,
+        max_body: int = MAX_BODY,
     ) -> None:
+        if not (isinstance(max_body, int) and max_body >= 0):
+            raise ValueError(f"max_body must be a number of bytes >= 0, got {max_body!r}.")
         if not (isinstance(port, int) and 0 <= port <= 65535):
             raise ValueError(f"port must be an integer in 0..65535, got {port!r}.")
         if not (isinstance(latency, (int, float)) and 0 <= latency < math.inf):
@@ -182,6 +204,7 @@ class FakeLLM:
         self._port = port
         self.latency = float(latency)
         self._log = log
+        self.max_body = max_body
         self._queue: deque[ReplyLike] = deque(replies)
         self._handler = handler
         self._default = default
@@ -288,12 +311,17 @@ class FakeLLM:
             return
         body = request.json if isinstance(request.json, dict) else {}
         model = body.get("model")
-        line = f"{request.method} {request.path}"
+        # The path and the model are the client's: shown, never acted on.
+        line = f"{request.method} {inert(request.path)}"
         if model is not None:
-            line += f" model={model}"
+            line += f" model={inert(str(model))}"
         if body.get("stream"):
             line += f" stream ({events} events)"
         self._log(f"{line} -> {status or 'dropped'}")
+
+    def _refused(self, method: str, path: str, status: int, why: str) -> None:
+        if self._log is not None:
+            self._log(f"{method} {inert(path)} -> {status} ({why})")
 
 
 def _chat_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
@@ -496,13 +524,21 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
             self._serve()
 
         def _serve(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
+            path, _, query = self.path.partition("?")
+            raw = self._body(path)
+            if raw is None:
+                return  # refused (413, 400, 411): answered and logged
             try:
                 parsed: Any = json.loads(raw) if raw else None
-            except ValueError:
-                parsed = None
-            path, _, query = self.path.partition("?")
+            except (ValueError, RecursionError) as exc:
+                # Not JSON, not UTF-8, or nested too deeply for Python's parser
+                why = (
+                    "nested too deeply to parse"
+                    if isinstance(exc, RecursionError)
+                    else "not JSON"
+                )
+                self._refuse(path, 400, f"the request body is {why}", close=False)
+                return
             request = RecordedRequest(
                 method=self.command,
                 path=path,
@@ -519,6 +555,63 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (its timeout); nothing to do
             finally:
                 self._finish()
+
+        def _body(self, path: str) -> bytes | None:
+            """The request body, or ``None`` once a bad one is answered: 411 for
+            a body of unknown length (chunked), 400 for a bad Content-Length, 413
+            for one larger than ``max_body`` (read and dropped in pieces when it
+            is not much larger, so that the client reads the answer; else the
+            connection is closed)."""
+            if self.headers.get("Transfer-Encoding"):
+                self._refuse(path, 411, "a body without Content-Length is not read")
+                return None
+            given = self.headers.get("Content-Length") or "0"
+            try:
+                length = int(given)
+            except ValueError:
+                length = -1
+            if length < 0:
+                self._refuse(path, 400, f"bad Content-Length {given[:40]!r}")
+                return None
+            if length > owner.max_body:
+                if length <= 16 * max(owner.max_body, 1 << 20):
+                    left = length
+                    while left > 0:
+                        piece = self.rfile.read(min(left, 1 << 16))
+                        if not piece:
+                            break
+                        left -= len(piece)
+                self._refuse(
+                    path,
+                    413,
+                    f"the request body of {length:,} bytes is over the limit of"
+                    f" {owner.max_body:,} bytes",
+                )
+                return None
+            return self.rfile.read(length) if length else b""
+
+        def _refuse(
+            self, path: str, status: int, why: str, close: bool = True
+        ) -> None:
+            """Answer a request the server will not read or parse, and log it;
+            ``close``: its body was not read (whole), so the connection cannot
+            carry another request."""
+            payload = json.dumps(
+                {"error": {"message": why, "type": "invalid_request_error"}}
+            ).encode()
+            self.close_connection = close
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                if self.close_connection:
+                    self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(payload)
+                self.wfile.flush()
+            except OSError:
+                pass  # the client is gone
+            owner._refused(self.command, path, status, why)
 
         def _finish(self) -> None:
             # Once, just before the reply goes out: a client that has its reply may
@@ -602,14 +695,28 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 events = _messages_stream(reply, request)
             else:
                 events = _chat_stream(reply, request)
+            clean = reply.cut_cleanly and reply.stream_cut is not None
             self.send_response(reply.status)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")
             self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
+            if clean:
+                # The body ends when the connection closes: nothing tells the client
+                # that events are missing but the events themselves.
+                self.send_header("Connection", "close")
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self._finish()
             self.end_headers()
+            if clean:
+                self.close_connection = True
+                for event in events[: reply.stream_cut]:
+                    self.wfile.write(event)
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_WR)
+                owner._logged(request, reply.status, min(len(events), reply.stream_cut))
+                return
             for number, event in enumerate(events):
                 if reply.stream_cut is not None and number >= reply.stream_cut:
                     # Broken off: no terminating chunk, the connection dropped.
