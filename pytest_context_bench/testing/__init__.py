@@ -6,5 +6,14 @@ Pure standard library; importing this never imports pytest.
 from __future__ import annotations
 
 from .fake_llm import FakeLLM, RecordedRequest, Reply, fake_embedding
+from .script import Rule, Script, ScriptError
 
-__all__ = ["FakeLLM", "RecordedRequest", "Reply", "fake_embedding"]
+__all__ = [
+    "FakeLLM",
+    "RecordedRequest",
+    "Reply",
+    "Rule",
+    "Script",
+    "ScriptError",
+    "fake_embedding",
+]
