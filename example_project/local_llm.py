@@ -16,7 +16,11 @@ instruction-following model would:
 * "write a Python function": the simplest expression over the arguments that
   reproduces every ``>>>`` example of the docstring (a tiny program search), as a
   fenced code block. Tasks outside its reach get its best wrong guess, so not every
-  answer passes: that is what the benchmark is for.
+  answer passes: that is what the benchmark is for;
+* a request with ``tools`` (the agent of ``agent.py``): a question naming order
+  numbers calls ``lookup_order`` once per number (ids ``call_<n>``); once the tool
+  results are in, it answers from them (``Order 7 is shipped.``); a question naming
+  no order is answered in text, with no call.
 
 Run it by hand with ``python local_llm.py 8000`` and point any OpenAI client at
 ``http://127.0.0.1:8000/v1``.
@@ -197,6 +201,43 @@ def complete(messages: list[dict[str, Any]]) -> str:
     return read_answer(user, system)
 
 
+def agent_step(messages: list[dict[str, Any]], tools: list[Any]) -> dict[str, Any]:
+    """The model with tools: the next assistant message of the agent's loop."""
+    names = {
+        t.get("function", {}).get("name") for t in tools if isinstance(t, dict)
+    }
+    last = messages[-1] if messages else {}
+    if last.get("role") == "tool":
+        # Answer from the tool results that follow the last assistant message.
+        results = []
+        for message in reversed(messages):
+            if message.get("role") != "tool":
+                break
+            try:
+                record = json.loads(str(message.get("content") or "{}"))
+            except ValueError:
+                record = {}
+            if isinstance(record, dict) and record.get("status"):
+                results.append(f"Order {record.get('order_id')} is {record['status']}.")
+            else:
+                results.append("I could not find that order.")
+        return {"role": "assistant", "content": " ".join(reversed(results))}
+    question = str(last.get("content") or "")
+    numbers = re.findall(r"\border (\d+)|\band (\d+)\b", question)
+    ids = [int(a or b) for a, b in numbers]
+    if not ids or "lookup_order" not in names:
+        return {"role": "assistant", "content": "Which order do you mean?"}
+    calls = [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": "lookup_order", "arguments": json.dumps({"order_id": i})},
+        }
+        for n, i in enumerate(ids)
+    ]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
+
+
 def order_status(question: str, context: str) -> str:
     """Structured output: ``{"order": <the question's number>, "status": <the
     word after "is" in the context sentence that names that order>}``."""
@@ -228,22 +269,30 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if not self.path.rstrip("/").endswith("/chat/completions"):
             return self._send(404, {"error": {"message": f"no route {self.path}"}})
-        text = complete(messages)
+        tools = request.get("tools")
+        if isinstance(tools, list) and tools:
+            message = agent_step(messages, tools)
+            text = message["content"] or ""
+            said = text + json.dumps(message.get("tool_calls") or "")
+        else:
+            text = complete(messages)
+            message = {"role": "assistant", "content": text}
+            said = text
         prompt = sum(count_tokens(str(m.get("content", ""))) + 4 for m in messages) + 3
-        completion = count_tokens(text)
+        completion = count_tokens(said)
         time.sleep(0.02 + (prompt + completion) / 100_000)
         self._send(
             200,
             {
-                "id": f"chatcmpl-{abs(hash(text)) % 10**12:012d}",
+                "id": f"chatcmpl-{abs(hash(said)) % 10**12:012d}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": request.get("model", MODEL),
                 "choices": [
                     {
                         "index": 0,
-                        "message": {"role": "assistant", "content": text},
-                        "finish_reason": "stop",
+                        "message": message,
+                        "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                     }
                 ],
                 "usage": {

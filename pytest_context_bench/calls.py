@@ -439,7 +439,8 @@ def _clip(value: Any, secrets: bool = False) -> str:
 
 @contextlib.contextmanager
 def keep_io() -> Iterator[list[dict[str, str]]]:
-    """Collect ``{"response", "reference"}`` of each example scored in the block."""
+    """Collect ``{"response", "reference"}`` of each example scored in the block
+    (and ``"tool_calls"``, their ``name(args)`` rendering, when it made some)."""
     sink: list[dict[str, str]] = []
     token = _IO.set(sink)
     try:
@@ -456,6 +457,11 @@ def record_io(original: dict[str, Any], processed: dict[str, Any] | None) -> Non
     response = None if processed is None else processed.get("response")
     # A registered secret (an API key, a credential header) the model echoed is not
     # shown: the reports write what is kept here.
-    sink.append(
-        {"response": _clip(response, True), "reference": _clip(original.get("answer"))}
-    )
+    kept = {"response": _clip(response, True), "reference": _clip(original.get("answer"))}
+    calls = None if processed is None else processed.get("tool_calls")
+    if isinstance(calls, list) and calls:
+        # The calls the model made, as "name(args); ...": capped like a response.
+        from .tool_use import show_calls
+
+        kept["tool_calls"] = _clip(show_calls(calls), True)
+    sink.append(kept)

@@ -48,6 +48,7 @@ import httpx
 from . import concurrency, transcripts
 from .errors import LLMError
 from .keys import clean_api_key, environment_key
+from .tool_use import tool_calls_of
 from .urls import redact_secrets, safe_url
 
 __all__ = [
@@ -80,11 +81,15 @@ class ChatResult:
     :param text: ``choices[0].message.content`` (``""`` when the model sent none).
     :param usage: ``prompt_tokens`` and ``completion_tokens`` when reported, else ``{}``.
     :param raw: the whole JSON reply.
+    :param tool_calls: the tool calls of the reply's message, in OpenAI's shape
+        (:func:`~pytest_context_bench.tool_use.tool_calls_of`; ``[]``: none). Only a
+        call made with ``accept_tool_calls=True`` returns a reply that has some.
     """
 
     text: str
     usage: dict[str, int] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
 def normalize_base_url(base_url: str) -> str:
@@ -350,13 +355,22 @@ class LLMClient:
 
     # -- public calls ------------------------------------------------------------------
     def chat(
-        self, messages: Sequence[dict[str, Any]], model: str, **params: Any
+        self,
+        messages: Sequence[dict[str, Any]],
+        model: str,
+        *,
+        accept_tool_calls: bool = False,
+        **params: Any,
     ) -> ChatResult:
         """One chat completion.
 
         :param messages: the OpenAI ``messages`` list.
         :param model: the model name sent to the server.
-        :param params: further body fields (``temperature=0``, ``max_tokens=16``...).
+        :param accept_tool_calls: a reply whose message calls tools is an answer
+            (:attr:`ChatResult.tool_calls`, its text possibly ``""``); by default
+            it is an :class:`LLMError` (a judge needs text).
+        :param params: further body fields (``temperature=0``, ``max_tokens=16``,
+            ``tools=[...]``...).
         :raises LLMError: on any failure, after the retries when it is retryable.
         """
         body: dict[str, Any] = {"model": model, "messages": list(messages), **params}
@@ -364,13 +378,18 @@ class LLMClient:
         transcripts.forget_latest()
         try:
             data, attempts = self._post(url, body)
-            return self._chat_result(url, data, attempts)
+            return self._chat_result(url, data, attempts, accept_tool_calls)
         except LLMError as exc:
             transcripts.fail_latest(str(exc))  # the call record says why
             raise
 
     async def achat(
-        self, messages: Sequence[dict[str, Any]], model: str, **params: Any
+        self,
+        messages: Sequence[dict[str, Any]],
+        model: str,
+        *,
+        accept_tool_calls: bool = False,
+        **params: Any,
     ) -> ChatResult:
         """:meth:`chat` for coroutines (one pooled :class:`httpx.AsyncClient` per
         event loop; the same retries, errors and redaction)."""
@@ -379,17 +398,22 @@ class LLMClient:
         transcripts.forget_latest()
         try:
             data, attempts = await self._apost(url, body)
-            return self._chat_result(url, data, attempts)
+            return self._chat_result(url, data, attempts, accept_tool_calls)
         except LLMError as exc:
             transcripts.fail_latest(str(exc))
             raise
 
-    def _chat_result(self, url: str, data: dict[str, Any], attempts: int) -> ChatResult:
+    def _chat_result(
+        self, url: str, data: dict[str, Any], attempts: int, tools_ok: bool = False
+    ) -> ChatResult:
         shown = display_url(url)
         try:
             choice = data["choices"][0]
-            content = choice["message"]["content"]
-        except (KeyError, IndexError, TypeError):
+            message = choice["message"]
+            calls = tool_calls_of(message) if tools_ok else []
+            # A message that calls tools may leave out "content" altogether.
+            content = message.get("content") if calls else message["content"]
+        except (KeyError, IndexError, TypeError, AttributeError):
             raise LLMError(
                 f"POST {shown} returned a reply without choices[0].message.content:"
                 f" {self._snippet(json.dumps(data))}",
@@ -397,6 +421,13 @@ class LLMClient:
                 status=200,
                 attempts=attempts,
             ) from None
+        if calls and not isinstance(content, str):
+            # the calls are the answer (docs/llm.md, "Tool calls"); text blocks kept
+            content = "".join(
+                str(part.get("text") or "")
+                for part in (content if isinstance(content, list) else ())
+                if isinstance(part, dict) and part.get("type") == "text"
+            )
         if content is None:
             # A refusal, a tool call or nothing: no text to score (docs/llm.md).
             raise LLMError(
@@ -421,7 +452,12 @@ class LLMClient:
                 value = raw_usage.get(name)
                 if isinstance(value, int) and not isinstance(value, bool):
                     usage[name] = value
-        return ChatResult(text=self._scrub(content), usage=usage, raw=self._scrub(data))
+        return ChatResult(
+            text=self._scrub(content),
+            usage=usage,
+            raw=self._scrub(data),
+            tool_calls=self._scrub(calls),
+        )
 
     def _no_content_reason(self, choice: Any) -> str:
         """Why a 200 reply's message has ``content: null``, for the error message."""
@@ -755,6 +791,7 @@ def assemble_stream(text: str) -> dict[str, Any] | str:
     from .transports import sse_events
 
     content: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
     seen = False
     out: dict[str, Any] = {"object": "chat.completion"}
     finish: Any = None
@@ -779,10 +816,39 @@ def assemble_stream(text: str) -> dict[str, Any] | str:
             delta = choice.get("delta")
             if isinstance(delta, dict) and isinstance(delta.get("content"), str):
                 content.append(delta["content"])
+            if isinstance(delta, dict) and isinstance(delta.get("tool_calls"), list):
+                _add_call_deltas(calls, delta["tool_calls"])
             if choice.get("finish_reason") is not None:
                 finish = choice["finish_reason"]
     if not seen:
         return f"no chat.completion.chunk: {text!r}"
-    message = {"role": "assistant", "content": "".join(content) if content else None}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": "".join(content) if content else None,
+    }
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
     out["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
     return out
+
+
+def _add_call_deltas(calls: dict[int, dict[str, Any]], deltas: list[Any]) -> None:
+    """Fold one chunk's ``delta.tool_calls`` into ``calls`` (by their ``index``):
+    the id and type kept from the first delta, the name and the arguments text
+    joined piece by piece, as the OpenAI SDK assembles them."""
+    for number, delta in enumerate(deltas):
+        if not isinstance(delta, dict):
+            continue
+        index = delta.get("index", number)
+        index = index if isinstance(index, int) and not isinstance(index, bool) else number
+        call = calls.setdefault(
+            index,
+            {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+        )
+        if isinstance(delta.get("id"), str) and not call["id"]:
+            call["id"] = delta["id"]
+        function = delta.get("function")
+        if isinstance(function, dict):
+            for part in ("name", "arguments"):
+                if isinstance(function.get(part), str):
+                    call["function"][part] += function[part]

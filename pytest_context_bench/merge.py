@@ -250,7 +250,11 @@ def merge_shards(
                         {k: row[k] for k in (*ROW_FIELDS, *ROW_OPTIONAL) if k in row}
                     ),
                     io=(
-                        {k: str(row[k]) for k in ("response", "reference") if k in row}
+                        {
+                            k: str(row[k])
+                            for k in ("response", "reference", "tool_calls")
+                            if k in row
+                        }
                         or None
                     ),
                 )

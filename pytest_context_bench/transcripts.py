@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from .calls import CallLog, CallScope, current_source
+from .tool_use import show_calls
 from .urls import redact, safe_url
 
 __all__ = [
@@ -125,7 +126,10 @@ def _part_text(part: Any) -> str:
     if kind in _PLACEHOLDERS:
         return _PLACEHOLDERS[kind]
     if kind == "tool_use":
-        return f"[tool call: {part.get('name', '?')}]"
+        shown = show_calls(
+            [{"function": {"name": part.get("name"), "arguments": part.get("input")}}]
+        )
+        return f"[tool call: {shown}]"
     if kind == "tool_result":
         inner = part.get("content")
         return _content_text(inner) if inner is not None else "[tool result]"
@@ -150,13 +154,11 @@ def _message(raw: Any) -> dict[str, str]:
     text = _content_text(raw.get("content"))
     calls = raw.get("tool_calls")
     if isinstance(calls, list) and calls:
-        names = [
-            str((c.get("function") or {}).get("name", "?"))
-            if isinstance(c, dict)
-            else "?"
-            for c in calls
-        ]
-        text = "\n".join(filter(None, [text, f"[tool call: {', '.join(names)}]"]))
+        # each call with its arguments (capped): what the model asked for
+        text = "\n".join(filter(None, [text, f"[tool call: {show_calls(calls)}]"]))
+    elif isinstance(raw.get("function_call"), dict):
+        shown = show_calls([{"function": raw["function_call"]}])
+        text = "\n".join(filter(None, [text, f"[tool call: {shown}]"]))
     return {"role": str(raw.get("role", "user")), "text": text}
 
 
@@ -233,7 +235,13 @@ def reply_of(data: Any) -> tuple[str | None, str | None]:
             refusal = message.get("refusal")
             if isinstance(refusal, str) and refusal:
                 text = "\n".join(filter(None, [text, f"[refusal] {refusal}"]))
-            m = _message({"content": text, "tool_calls": message.get("tool_calls")})
+            m = _message(
+                {
+                    "content": text,
+                    "tool_calls": message.get("tool_calls"),
+                    "function_call": message.get("function_call"),
+                }
+            )
             return m["text"], finish
         if isinstance(choice.get("text"), str):
             return str(choice["text"]), finish

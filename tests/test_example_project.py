@@ -134,3 +134,45 @@ def test_structured_output_fails_the_run_when_the_schema_breaks(example: Path) -
     assert rows["order-30"]["status"] == "below"
     assert "is not one of" in rows["order-30"]["metadata"]["assertions"]["1. is-json"]
     assert "FAIL" in broken.stdout and "min_pass_rate" in broken.stdout
+
+
+def test_the_tool_calling_agent_is_gated_and_replays_with_zero_requests(example: Path) -> None:
+    """test_agent.py: the agent's loop (ask with tools, run lookup_order, answer)
+    passes its gate against the local model; a second run under -n 2 in replay
+    mode sends nothing and gives the same rows; a worse model (a script of the fake
+    endpoint that looks up the wrong order) fails the gate."""
+    import json
+
+    from pytest_context_bench.testing import FakeLLM, Script
+
+    args = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-q", "test_agent.py",
+            "-o", "ctxbench_dataset=", "-o", "ctxbench_baseline=", "-o", "ctxbench_max_drop=",
+            "--ctxbench-json=agent.json"]
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_", "LOCAL_LLM_"))}
+
+    def rows() -> dict[str, tuple]:
+        doc = json.loads((example / "agent.json").read_text())
+        return {r["example_id"]: (r["status"], r["response"], r.get("tool_calls"), r["scores"]) for r in doc["rows"]}
+
+    first = subprocess.run([*args, "--ctxbench-cache=once"], cwd=example, env=base, capture_output=True, text=True, check=False)
+    assert first.returncode == 0, first.stdout + first.stderr
+    once = rows()
+    assert {k: v[0] for k, v in once.items()} == dict.fromkeys(("status-7", "status-12", "two-orders", "no-order"), "pass")
+    assert once["two-orders"][2] == 'lookup_order({"order_id": 9}); lookup_order({"order_id": 30})'
+    assert once["status-7"][3]["trajectory_match"] == 1.0
+    replay = subprocess.run([*args, "-n", "2", "--ctxbench-cache=replay"], cwd=example, env=base,
+                            capture_output=True, text=True, check=False)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "7 hits, 0 misses, 0 calls sent" in " ".join(replay.stdout.split()), replay.stdout
+    assert rows() == once
+    # A worse model: it looks up order 8 whatever the question, then answers from it.
+    worse = Script([
+        {"role": "tool", "regex": ".", "reply": "Order 8 is lost."},
+        {"regex": r"order \d+", "tool_calls": [{"name": "lookup_order", "arguments": {"order_id": 8}}]},
+    ])
+    with FakeLLM(handler=worse) as llm:
+        env = {**base, "OPENAI_BASE_URL": llm.url_v1, "OPENAI_API_KEY": "fake", "OPENAI_MODEL": "worse"}
+        bad = subprocess.run([*args, "--ctxbench-cache=off"], cwd=example, env=env, capture_output=True, text=True, check=False)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "FAIL" in bad.stdout and "min_pass_rate" in bad.stdout
+    assert "tool calls 'lookup_order({\"order_id\": 8})'" in bad.stdout, bad.stdout

@@ -159,7 +159,7 @@ def test_a_failed_call_says_why(recording: None) -> None:
     assert gave_up["reply"] is None
     assert re.search(r"failed: 2 attempts .*last: HTTP 503", gave_up["error"])
     assert no_text["attempts"] == [{"status": 200, "error": None}]
-    assert no_text["reply"] == "[tool call: lookup]"
+    assert no_text["reply"] == "[tool call: lookup()]"  # with its (no) arguments
     assert no_text["finish_reason"] == "tool_calls"
     assert "returned no text" in no_text["error"]
 

@@ -530,6 +530,8 @@ class _Collector:
             self.check_asserts(example, line, label)
         if "expected_trajectory" in example:
             self.check_trajectory(example, line, label)
+        if "tools" in example or "tool_choice" in example:
+            self.check_tools(example, line, label)
         error = example_error(family, example)
         if error is not None:
             raise self.fail(error, line, label)
@@ -582,6 +584,19 @@ class _Collector:
         except TrajectoryError as exc:
             raise self.fail(str(exc), line, label) from None
         self.evaluator_fields.add("expected_trajectory")
+
+    def check_tools(self, example: dict[str, Any], line: int, label: str) -> None:
+        """The example's ``tools`` (a list of function schemas) and ``tool_choice``,
+        checked now: ``--ctxbench-proxy`` sends them with the example."""
+        from ..tool_use import tool_choice_problem, tools_problem
+
+        problem = None
+        if "tools" in example:
+            problem = tools_problem(example["tools"])
+        if problem is None and example.get("tool_choice") is not None:
+            problem = tool_choice_problem(example["tool_choice"])
+        if problem is not None:
+            raise self.fail(problem, line, label)
 
     def _here(self, line: int, fallback_id: int) -> str:
         if self.kind is _JSON:
@@ -988,6 +1003,7 @@ _CSV_JSON_COLUMNS: Final = {
     "assert": 'a list of assertions, e.g. [{"type": "contains", "value": "refund"}]',
     "expected_trajectory": 'a list of messages, e.g. [{"role": "assistant", "tool_calls": [...]}]',
     "tool_args_match_overrides": 'an object, e.g. {"search": "ignore"}',
+    "tools": 'a list of function schemas, e.g. [{"type": "function", "function": {"name": "f"}}]',
 }
 
 

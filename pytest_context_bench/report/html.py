@@ -799,7 +799,7 @@ _SCRIPT = r"""
       }
     });
     const err = r.error ? r.error.type + ": " + r.error.message + (r.error.where ? " (in " + r.error.where + ")" : "") : "";
-    const haystack = [r.example_id, r.dataset, r.suite, r.system, r.status, r.response, r.reference, err, details.join(" ")]
+    const haystack = [r.example_id, r.dataset, r.suite, r.system, r.status, r.response, r.tool_calls, r.reference, err, details.join(" ")]
       .join("\u0000").toLowerCase();
     return {i: i, r: r, score: score, field: field, details: brief.join("\n"), err: err, hay: haystack};
   });
@@ -911,7 +911,9 @@ _SCRIPT = r"""
       const sc = tr.insertCell(); sc.className = "num";
       textNode(sc, (x.field ? x.field + " " : "") + fmt(x.score));
       const lt = tr.insertCell(); lt.className = "num"; textNode(lt, fmt(r.latency, "seconds"));
-      tr.insertCell().appendChild(el("div", "text", r.response === undefined ? "" : r.response));
+      const rc = tr.insertCell();
+      rc.appendChild(el("div", "text", r.response === undefined ? "" : r.response));
+      if (r.tool_calls) rc.appendChild(el("div", "text note", "tool calls: " + r.tool_calls));
       tr.insertCell().appendChild(el("div", "text", r.reference === undefined ? "" : r.reference));
       const d = tr.insertCell();
       if (x.err) d.appendChild(el("div", "text bad", x.err));

@@ -64,6 +64,8 @@ def to_json_dict(
         if rec.io:
             d["response"] = rec.io.get("response", "")
             d["reference"] = rec.io.get("reference", "")
+            if rec.io.get("tool_calls"):
+                d["tool_calls"] = rec.io["tool_calls"]
         rows.append(d)
     doc = {
         "schema_version": SCHEMA_VERSION,

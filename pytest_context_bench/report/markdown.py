@@ -312,7 +312,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
                 md_escape(r.get("status")),
                 _num(_row_score(r)),
                 md_escape(row_reason(r, thresholds.get(r.get("suite"), 0.7)), _REASON),
-                md_escape(r.get("response", ""), 80),
+                md_escape(_shown_response(r), 80),
             ]
             for r in bad[:WORST_SHOWN]
         ]
@@ -413,3 +413,12 @@ def render_compare_markdown(comparison: Any) -> str:
     if len(text) > MAX_CHARS:
         text = text[:MAX_CHARS].rsplit("\n", 1)[0] + "\n\n… (cut to fit a comment)\n"
     return text.rstrip("\n") + "\n"
+
+
+def _shown_response(row: dict[str, Any]) -> str:
+    """A row's response, and the tool calls it made (``[tool calls] name(args)``)."""
+    text = str(row.get("response", "") or "")
+    calls = row.get("tool_calls")
+    if calls:
+        text = f"{text} [tool calls] {calls}" if text else f"[tool calls] {calls}"
+    return text

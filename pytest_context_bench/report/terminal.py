@@ -172,6 +172,8 @@ def example_reason(rec: Any, threshold: float) -> str:
     # (example_lines, details_lines).
     if rec.io:
         shown = f"response {_quote(rec.io.get('response'))}"
+        if rec.io.get("tool_calls"):
+            shown += f", tool calls {_quote(rec.io.get('tool_calls'), 80)}"
         if rec.io.get("reference"):
             shown += f", expected {_quote(rec.io.get('reference'))}"
         parts.append(shown)

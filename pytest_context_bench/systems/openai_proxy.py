@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..llm import LLMClient, normalize_base_url
+from ..tool_use import openai_tools, tool_choice_problem, tools_problem
 
 __all__ = ["OpenAIProxy", "default_proxy_name"]
 
@@ -73,8 +74,16 @@ class OpenAIProxy:
     chat list as the messages) if it has one; else, when ``question`` is not ``None``, ``context`` as a system message and ``question`` as
     the user message; else ``context`` as the user message.
 
+    Tools: an example's ``tools`` (function schemas; a bare function document, as
+    BFCL and APIGen ship them, is wrapped as ``{"type": "function", "function":
+    ...}``, BFCL's ``"dict"`` type read as ``"object"``) and ``tool_choice`` are
+    sent with it (:func:`~pytest_context_bench.tool_use.openai_tools`).
+
     ``process`` returns ``{**example, "response": text, "api_usage": {...}}``
-    (``api_usage`` only when the server reports usage).
+    (``api_usage`` only when the server reports usage). A reply that calls tools is
+    an answer, whether or not tools were sent: the dict then carries
+    ``tool_calls`` (OpenAI's shape, arguments as the model's JSON text) and
+    ``response`` the text the model sent with them (often ``""``).
     """
 
     def __init__(
@@ -139,6 +148,30 @@ class OpenAIProxy:
             messages.append({"role": "user", "content": _text(example.get("context"))})
         return messages
 
+    def body_for(self, example: dict[str, Any]) -> dict[str, Any]:
+        """The request body fields sent for ``example`` besides its messages:
+        ``extra_body``, then the example's ``tools`` (as OpenAI's function tools)
+        and ``tool_choice`` when it has them.
+
+        :param example: the dataset example.
+        :raises ValueError: when its ``tools`` or ``tool_choice`` cannot be sent.
+        """
+        body = dict(self.extra_body)
+        tools = example.get("tools")
+        if tools is not None:
+            problem = tools_problem(tools)
+            if problem is not None:
+                raise ValueError(problem)
+            if tools:  # an empty list is no tools (OpenAI refuses "tools": [])
+                body["tools"] = openai_tools(tools)
+        choice = example.get("tool_choice")
+        if choice is not None:
+            problem = tool_choice_problem(choice)
+            if problem is not None:
+                raise ValueError(problem)
+            body["tool_choice"] = choice
+        return body
+
     def process(self, example: dict[str, Any]) -> dict[str, Any]:
         """Send ``example`` and return it with the ``response`` (and ``api_usage``).
 
@@ -146,7 +179,10 @@ class OpenAIProxy:
         :raises LLMError: when the endpoint fails after its retries.
         """
         result = self.client.chat(
-            self.messages_for(example), self.model, **self.extra_body
+            self.messages_for(example),
+            self.model,
+            accept_tool_calls=True,
+            **self.body_for(example),
         )
         return _answered(example, result)
 
@@ -159,7 +195,10 @@ class OpenAIProxy:
         :raises LLMError: when the endpoint fails after its retries.
         """
         result = await self.client.achat(
-            self.messages_for(example), self.model, **self.extra_body
+            self.messages_for(example),
+            self.model,
+            accept_tool_calls=True,
+            **self.body_for(example),
         )
         return _answered(example, result)
 
@@ -197,6 +236,10 @@ class OpenAIProxy:
 
 def _answered(example: dict[str, Any], result: Any) -> dict[str, Any]:
     out = {**example, "response": result.text}
+    # The model's calls, never a field the example happened to carry.
+    out.pop("tool_calls", None)
+    if result.tool_calls:
+        out["tool_calls"] = [dict(call) for call in result.tool_calls]
     if result.usage:
         out["api_usage"] = dict(result.usage)
     return out

@@ -6,5 +6,15 @@ Pure standard library; importing this never imports pytest.
 from __future__ import annotations
 
 from .fake_llm import MAX_BODY, FakeLLM, RecordedRequest, Reply, fake_embedding
+from .script import Rule, Script, ScriptError
 
-__all__ = ["MAX_BODY", "FakeLLM", "RecordedRequest", "Reply", "fake_embedding"]
+__all__ = [
+    "MAX_BODY",
+    "FakeLLM",
+    "RecordedRequest",
+    "Reply",
+    "Rule",
+    "Script",
+    "ScriptError",
+    "fake_embedding",
+]

@@ -2,9 +2,13 @@
 
 Serves :class:`~pytest_context_bench.testing.FakeLLM` (OpenAI's chat completions and
 embeddings, Anthropic's messages, streamed or not) on ``127.0.0.1`` until Ctrl-C,
-and prints one line per request it serves (docs/llm.md, "A fake endpoint")::
+and prints one line per request it serves (docs/llm.md, "A fake endpoint"); with
+``--script FILE`` it answers by the rules of a script (prompts to texts or tool
+calls: :mod:`pytest_context_bench.testing.script`), and at exit says how many
+requests it served::
 
     python -m pytest_context_bench.testing --port 8000 --latency 0.2
+    python -m pytest_context_bench.testing --port 0 --script good-model.jsonl
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .fake_llm import FakeLLM, RecordedRequest, Reply
+from .script import Script, ScriptError
 
 __all__ = ["main"]
 
@@ -74,6 +79,17 @@ def _parser() -> argparse.ArgumentParser:
         help="answer with the last user message's text instead",
     )
     parser.add_argument(
+        "--script",
+        metavar="FILE",
+        help=(
+            "answer by the rules of FILE (.json: a list of rules; .jsonl: one per"
+            " line): the first rule whose 'match' (a substring) or 'regex' is found"
+            " in the last user or tool message replies with its 'reply' text and/or"
+            " its 'tool_calls' ([{\"name\", \"arguments\"}]); an unmatched request"
+            " gets --reply (or --echo)"
+        ),
+    )
+    parser.add_argument(
         "--reply-model",
         metavar="MODEL",
         help=(
@@ -111,8 +127,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         reply.model = named
         return reply
 
+    handler: Any = echo if args.echo else None
+    script: Script | None = None
+    if args.script:
+        try:
+            script = Script.load(
+                args.script,
+                fallback=echo if args.echo else Reply(text=args.reply, model=named),
+            )
+        except ScriptError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 4
+        if named is not None:
+            for rule in script.rules:
+                if rule.reply.model is None:
+                    rule.reply.model = named
+        handler = script
     server = FakeLLM(
-        handler=echo if args.echo else None,
+        handler=handler,
         default=Reply(text=args.reply, model=named),
         port=args.port,
         latency=args.latency,
@@ -145,7 +177,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
     finally:
         server.stop()
-    print(f"served {len(server.requests)} request(s)", flush=True)
+    served = f"served {len(server.requests)} request(s)"
+    if script is not None:
+        served += (
+            f" ({sum(script.hits)} answered by the script's"
+            f" {len(script.rules)} rule(s), {script.misses} by the fallback)"
+        )
+    print(served, flush=True)
     return 0
 
 

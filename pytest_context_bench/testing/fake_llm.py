@@ -81,9 +81,17 @@ class Reply:
         and some proxies send it), closed cleanly after the cut: HTTP sees a whole
         reply, only its last events are missing (a network or proxy cut that no
         HTTP error shows).
+    :param tool_calls: the tool calls the reply makes, each ``{"name": ...,
+        "arguments": {...}}`` (``arguments`` a JSON value, or a string sent as is,
+        JSON or not) or already in OpenAI's shape (``{"id", "type": "function",
+        "function": {"name", "arguments"}}``). A chat reply carries them as
+        ``message.tool_calls`` (ids ``call_0``, ``call_1``... unless given;
+        ``finish_reason`` ``"tool_calls"``; streamed as tool-call deltas), an
+        Anthropic one as ``tool_use`` blocks. ``text`` then defaults to ``""``
+        (``content: null``); a text given is sent alongside.
     """
 
-    text: str = "OK"
+    text: str = None  # type: ignore[assignment]  # "OK", or "" with tool_calls
     status: int = 200
     delay: float = 0.0
     drop: bool = False
@@ -97,6 +105,29 @@ class Reply:
     stream_cut: int | None = None
     model: str | None = None
     cut_cleanly: bool = False
+    tool_calls: list[dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.text is None:
+            self.text = "" if self.tool_calls else "OK"
+
+    def wire_calls(self) -> list[dict[str, Any]]:
+        """:attr:`tool_calls` in OpenAI's shape (``[]``: none)."""
+        out: list[dict[str, Any]] = []
+        for number, call in enumerate(self.tool_calls or ()):
+            call = call if isinstance(call, dict) else {}
+            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            arguments = function.get("arguments", {})
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            out.append(
+                {
+                    "id": str(call.get("id") or f"call_{number}"),
+                    "type": "function",
+                    "function": {"name": str(function.get("name", "")), "arguments": arguments},
+                }
+            )
+        return out
 
 
 @dataclass
@@ -332,11 +363,17 @@ def _chat_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
             for m in request.messages
             if isinstance(m, dict)
         )
+        completion = _completion_words(reply)
         usage = {
             "prompt_tokens": prompt,
-            "completion_tokens": len(reply.text.split()),
-            "total_tokens": prompt + len(reply.text.split()),
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
         }
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    calls = reply.wire_calls()
+    if calls:
+        message["content"] = reply.text or None
+        message["tool_calls"] = calls
     body: dict[str, Any] = {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -345,8 +382,8 @@ def _chat_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": reply.text},
-                "finish_reason": "stop",
+                "message": message,
+                "finish_reason": "tool_calls" if calls else "stop",
             }
         ],
     }
@@ -363,7 +400,21 @@ def _usage_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:
         for m in request.messages
         if isinstance(m, dict)
     ) + len(str(body.get("system") or "").split())
-    return prompt, len(reply.text.split())
+    return prompt, _completion_words(reply)
+
+
+def _completion_words(reply: Reply) -> int:
+    """The reply's "tokens": the words of its text and of its calls' arguments."""
+    calls = reply.wire_calls()
+    return len(reply.text.split()) + sum(
+        1 + len(c["function"]["arguments"].split()) for c in calls
+    )
+
+
+def _halves(text: str) -> list[str]:
+    """``text`` in two pieces (a streamed call's arguments arrive in parts)."""
+    middle = len(text) // 2
+    return [p for p in (text[:middle], text[middle:]) if p] or [""]
 
 
 def _model(request: RecordedRequest, reply: Reply | None = None) -> Any:
@@ -402,7 +453,20 @@ def _chat_stream(reply: Reply, request: RecordedRequest) -> list[bytes]:
 
     events = [chunk({"role": "assistant", "content": ""})]
     events += [chunk({"content": piece}) for piece in _pieces(reply)]
-    events.append(chunk({}, "stop"))
+    calls = reply.wire_calls()
+    for index, call in enumerate(calls):
+        head = {
+            "index": index,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
+        events.append(chunk({"tool_calls": [head]}))
+        events += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            for part in _halves(call["function"]["arguments"])
+        ]
+    events.append(chunk({}, "tool_calls" if calls else "stop"))
     body = request.json if isinstance(request.json, dict) else {}
     options = body.get("stream_options")
     if isinstance(options, dict) and options.get("include_usage"):
@@ -443,10 +507,34 @@ def _messages_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
         "stop_reason": "end_turn",
         "stop_sequence": None,
     }
+    calls = reply.wire_calls()
+    if calls:
+        blocks = [{"type": "text", "text": reply.text}] if reply.text else []
+        blocks += [
+            {
+                "type": "tool_use",
+                "id": call["id"].replace("call_", "toolu_", 1),
+                "name": call["function"]["name"],
+                "input": _input_of(call["function"]["arguments"]),
+            }
+            for call in calls
+        ]
+        body["content"] = blocks
+        body["stop_reason"] = "tool_use"
     usage = _anthropic_usage(reply, request)
     if usage:
         body["usage"] = usage
     return body
+
+
+def _input_of(arguments: str) -> Any:
+    """A call's arguments as Anthropic's ``input`` (an object; text that is not
+    JSON is kept under ``"_raw"``)."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return {"_raw": arguments}
+    return value if isinstance(value, dict) else {"_raw": value}
 
 
 def _messages_stream(reply: Reply, request: RecordedRequest) -> list[bytes]:
@@ -478,9 +566,37 @@ def _messages_stream(reply: Reply, request: RecordedRequest) -> list[bytes]:
     events.append(
         _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
     )
+    calls = reply.wire_calls()
+    for index, call in enumerate(calls, 1):
+        block = {
+            "type": "tool_use",
+            "id": call["id"].replace("call_", "toolu_", 1),
+            "name": call["function"]["name"],
+            "input": {},
+        }
+        events.append(
+            _sse(
+                {"type": "content_block_start", "index": index, "content_block": block},
+                "content_block_start",
+            )
+        )
+        for part in _halves(json.dumps(_input_of(call["function"]["arguments"]))):
+            delta = {"type": "input_json_delta", "partial_json": part}
+            events.append(
+                _sse(
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                    "content_block_delta",
+                )
+            )
+        events.append(
+            _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
+        )
     end: dict[str, Any] = {
         "type": "message_delta",
-        "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+        "delta": {
+            "stop_reason": "tool_use" if calls else "end_turn",
+            "stop_sequence": None,
+        },
     }
     if usage:
         end["usage"] = {"output_tokens": usage.get("output_tokens", 0)}
