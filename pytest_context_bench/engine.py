@@ -645,6 +645,16 @@ def evaluate(
         path = getattr(source, "path", None)
         checks = Assertions(os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None)
         by_family = {fam: [*evs, checks] for fam, evs in by_family.items()}
+    if any("expected_tool_calls" in ex for ex in examples):
+        # The examples' expected tool calls (docs/evaluators.md), unless a
+        # ToolCallMatch of the caller's own (other options) is among the evaluators.
+        from .evaluators.tool_calls import ToolCallMatch
+
+        matcher = ToolCallMatch()
+        by_family = {
+            fam: evs if any(getattr(e, "name", None) == matcher.name for e in evs) else [*evs, matcher]
+            for fam, evs in by_family.items()
+        }
     example_evs = [by_family[fam] for fam in families]
     ev_names = list(
         dict.fromkeys(

@@ -79,11 +79,14 @@ def load_examples(
 
 def primary_score_field(example: dict[str, Any], source: Any) -> str:
     """The score field an example is judged on: ``assert_score`` when it carries
-    assertions, else its dataset's, else its family's (``task``), else ``f1``."""
+    assertions, ``tool_call_match`` when it carries expected tool calls, else its
+    dataset's, else its family's (``task``), else ``f1``."""
     from .datasets import primary_score
 
     if "assert" in example:
         return "assert_score"  # its own assertions judge it (docs/assertions.md)
+    if "expected_tool_calls" in example:
+        return "tool_call_match"  # its expected calls judge it (docs/evaluators.md)
     if source is not None and getattr(source, "primary_score", None):
         return str(source.primary_score)
     task = example.get("task")

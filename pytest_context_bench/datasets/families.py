@@ -207,8 +207,11 @@ def example_error(family: str, example: dict[str, Any]) -> str | None:
         strings, got null``. The caller adds where (file, line) and how to fix it.
     :raises ConfigError: when ``family`` is not a known family.
     """
-    if family == DEFAULT_FAMILY and "assert" in example and "answer" not in example:
-        # The example's own assertions judge it: no gold answer is needed.
+    if family == DEFAULT_FAMILY and "answer" not in example and (
+        "assert" in example or "expected_tool_calls" in example
+    ):
+        # The example's own assertions, or its expected tool calls, judge it: no
+        # gold answer is needed.
         return None if _base_ok(example) else _describe_base(example, family)
     fast = _FAST_CHECKS.get(family)
     if fast is None and family in PRIMARY_SCORE and family not in _schema_texts():
@@ -353,6 +356,10 @@ class DatasetBase:
     #: The ``metric`` names of the examples' assertions (docs/assertions.md), or
     #: ``None`` when no example carries ``assert``.
     assertion_metrics: frozenset[str] | None = None
+
+    #: Whether an example carries ``expected_tool_calls`` (ToolCallMatch is wired
+    #: and judges those examples; docs/evaluators.md).
+    expects_tool_calls: bool = False
 
     @property
     def primary_score(self) -> str:

@@ -144,8 +144,10 @@ class LocalDataset(DatasetBase):
         spans: tuple[array[int], array[int]] | None = None,
         stat: os.stat_result | None = None,
         assert_metrics: set[str] | None = None,
+        tool_calls: bool = False,
     ) -> None:
         self._path = path
+        self.expects_tool_calls = tool_calls
         self.assertion_metrics = (
             None if assert_metrics is None else frozenset(assert_metrics)
         )
@@ -388,6 +390,7 @@ def load_local(
                 spans=spans,
                 stat=stat,
                 assert_metrics=collector.assert_metrics,
+                tool_calls=collector.tool_calls,
             )
         data = handle.read()
     fingerprint = hashlib.sha256(data).hexdigest()
@@ -415,6 +418,7 @@ def load_local(
         records=records,
         flat=kind is _CSV,
         assert_metrics=collector.assert_metrics,
+        tool_calls=collector.tool_calls,
     )
 
 
@@ -452,6 +456,8 @@ class _Collector:
         self.check_strings = False
         #: the ``metric`` names of the examples' assertions; None: no example has any
         self.assert_metrics: set[str] | None = None
+        #: whether an example carries expected_tool_calls (ToolCallMatch is wired)
+        self.tool_calls = False
         self.base_dir = os.path.dirname(os.path.abspath(path))
 
     def family_or_default(self) -> str:
@@ -522,6 +528,8 @@ class _Collector:
             )
         if "assert" in example:
             self.check_asserts(example, line, label)
+        if "expected_tool_calls" in example or "tools" in example:
+            self.check_tool_fields(example, line, label)
         error = example_error(family, example)
         if error is not None:
             raise self.fail(error, line, label)
@@ -562,6 +570,18 @@ class _Collector:
         except AssertionError_ as exc:
             raise self.fail(str(exc), line, label) from None
         self.assert_metrics = (self.assert_metrics or set()) | metric_names(compiled)
+
+    def check_tool_fields(self, example: dict[str, Any], line: int, label: str) -> None:
+        """Check ``tools`` (a list of function schemas) and ``expected_tool_calls``
+        (a list of ``{name, arguments}``) now, so that a bad one stops the run
+        before its first example."""
+        from ..evaluators.tool_calls import tool_fields_problem
+
+        problem = tool_fields_problem(example)
+        if problem is not None:
+            raise self.fail(problem, line, label)
+        if "expected_tool_calls" in example:
+            self.tool_calls = True
 
     def _here(self, line: int, fallback_id: int) -> str:
         if self.kind is _JSON:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .multiple_choice import MultipleChoiceAccuracy, extract_choice
     from .nli import NLILabelMatch, extract_label
     from .summarization import SummarizationQuality
+    from .tool_calls import ToolCallMatch
 
 __all__ = [
     "AnswerQuality",
@@ -35,6 +36,7 @@ __all__ = [
     "SummarizationQuality",
     "MultipleChoiceAccuracy",
     "NLILabelMatch",
+    "ToolCallMatch",
     "extract_choice",
     "extract_label",
     "FAMILY_EVALUATORS",
@@ -56,6 +58,7 @@ _LAZY = {
     "extract_choice": "multiple_choice",
     "NLILabelMatch": "nli",
     "extract_label": "nli",
+    "ToolCallMatch": "tool_calls",
 }
 
 
@@ -99,6 +102,8 @@ SCORE_KEYS: dict[str, tuple[str, ...]] = {
     "CodeExecution": ("pass_at_1",),
     "LLMJudge": ("judge_score",),
     "MemoryJudge": ("memory_judge", "memory_judge_raw"),
+    # wired by the field expected_tool_calls, not by a family
+    "ToolCallMatch": ("tool_call_match", "tool_call_f1", "tool_call_name_f1"),
 }
 
 

@@ -84,6 +84,13 @@ class SuiteSpec:
                 path = getattr(ds, "path", None)
                 base = os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None
                 evs.append(Assertions(base_dir=base))
+            if getattr(ds, "expects_tool_calls", False):
+                # The examples' expected tool calls (docs/evaluators.md), unless a
+                # ToolCallMatch of the user's own (other options) is among them.
+                from ..evaluators.tool_calls import ToolCallMatch
+
+                if not any(getattr(e, "name", None) == ToolCallMatch.name for e in evs):
+                    evs.append(ToolCallMatch(**self.evaluator_options.get(ToolCallMatch.name, {})))
             self._evaluators[ds_pos] = evs
         return evs
 
@@ -208,6 +215,10 @@ def check_score_field(
         metrics = getattr(ds, "assertion_metrics", None)
         if metrics is not None:
             keys |= {ASSERT_SCORE, ASSERT_PASS, *metrics}
+        if getattr(ds, "expects_tool_calls", False):
+            from ..evaluators.tool_calls import SCORE_KEYS as TOOL_KEYS
+
+            keys |= set(TOOL_KEYS)
     if field not in keys:
         raise pytest.UsageError(
             f"{where}: no evaluator of these datasets produces a score named {field!r};"
