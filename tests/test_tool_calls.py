@@ -404,3 +404,57 @@ def test_options_are_checked() -> None:
         ToolCallMatch(order="random")
     with pytest.raises(ValueError, match="mode must be one of"):
         ToolCallMatch(mode="all")
+
+
+# ------------------------------------------------------------------ the tool-call assertion
+
+
+def test_the_tool_call_assertion() -> None:
+    from pytest_context_bench.evaluators.assertions import Assertions
+
+    def run(assertion: dict[str, Any], calls: list[Any]) -> tuple[dict[str, float], dict[str, Any]]:
+        example = {"id": "a", "question": "q", "tools": [WEATHER], "assert": [assertion]}
+        scores, details = Assertions().score_details(example, {"response": "", "tool_calls": calls})
+        assert details is not None
+        return scores, details
+
+    value = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    good = [call("get_weather", {"city": "PARIS"})]
+    scores, details = run({"type": "tool-call", "value": value}, good)
+    assert scores["assert_pass"] == 1.0 and details["1. tool-call"] == "pass"
+    scores, details = run({"type": "tool-call", "value": value}, [call("get_weather", {"city": 5})])
+    assert scores["assert_pass"] == 0.0
+    assert details["1. tool-call"].startswith("FAIL: Expected the tool calls to match: call 1 get_weather(")
+    assert 'wrong type for argument "city": expected string, got integer 5' in details["1. tool-call"]
+    # options per assertion; one expected call may be written without its list
+    extra = [*good, call("get_time", {})]
+    assert run({"type": "tool-call", "value": value[0]}, extra)[0]["assert_pass"] == 0.0
+    assert run({"type": "tool-call", "value": value, "mode": "superset"}, extra)[0]["assert_pass"] == 1.0
+    assert run({"type": "tool-call", "value": value, "strings": "exact"}, good)[0]["assert_pass"] == 0.0
+    # a threshold on the call F1, which is then the score
+    scores, details = run({"type": "tool-call", "value": value, "threshold": 0.6}, extra)
+    assert scores["assert_pass"] == 1.0 and scores["assert_score"] == pytest.approx(2 / 3)
+    # not-tool-call
+    assert run({"type": "not-tool-call", "value": value}, good)[0]["assert_pass"] == 0.0
+    assert run({"type": "not-tool-call", "value": value}, [])[0]["assert_pass"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("assertion", "message"),
+    [
+        ({"type": "tool-call"}, "field 'value' must be a list of expected calls"),
+        ({"type": "tool-call", "value": [{"name": "f", "arguments": [1]}]},
+         "field 'value[0].arguments' must be an object"),
+        ({"type": "tool-call", "value": [{"name": "f", "arguments": {}}], "order": "random"},
+         "order must be one of 'any', 'strict'"),
+        ({"type": "tool-call", "value": [{"name": "f", "arguments": {}}], "threshold": 2},
+         "'threshold' must be a number from 0 to 1"),
+        ({"type": "tool-cal", "value": []}, "Did you mean 'tool-call'?"),
+    ],
+)
+def test_a_bad_tool_call_assertion_is_refused(assertion: dict[str, Any], message: str) -> None:
+    from pytest_context_bench.evaluators.assertions import AssertionError_, compile_asserts
+
+    with pytest.raises(AssertionError_, match="assertion 1") as caught:
+        compile_asserts([assertion])
+    assert message in str(caught.value)

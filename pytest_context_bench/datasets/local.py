@@ -963,8 +963,9 @@ def _read_csv(path: str, text: str, collector: _Collector) -> list[dict[str, Any
                         line=start,
                     )
                 example[name] = cell
-            if "assert" in example:
-                example["assert"] = _csv_json(path, start, "assert", example["assert"])
+            for column in ("assert", "tools", "expected_tool_calls"):
+                if column in example:
+                    example[column] = _csv_json(path, start, column, example[column])
             collector.add(example, start, start)
             records.append(example)
     if header is None:
@@ -983,17 +984,26 @@ def _read_csv(path: str, text: str, collector: _Collector) -> list[dict[str, Any
 
 
 def _csv_json(path: str, line: int, column: str, cell: str) -> Any:
-    """A CSV cell that holds JSON (the ``assert`` column), parsed."""
+    """A CSV cell that holds JSON (the ``assert``, ``tools`` and
+    ``expected_tool_calls`` columns), parsed."""
     try:
         return strict_loads(cell)
     except (ValueError, RecursionError) as exc:
         raise DatasetError(
-            f"column {column!r} must hold JSON (a list of assertions, e.g."
-            f' [{{"type": "contains", "value": "refund"}}]), and it does not: {exc}.'
+            f"column {column!r} must hold JSON ({_CSV_JSON_EXAMPLES[column]}), and it"
+            f" does not: {exc}."
             " Fix the cell (double every quote inside a quoted CSV field).",
             path=path,
             line=line,
         ) from None
+
+
+#: What each JSON column of a CSV dataset holds, for its error message.
+_CSV_JSON_EXAMPLES: Final = {
+    "assert": 'a list of assertions, e.g. [{"type": "contains", "value": "refund"}]',
+    "tools": 'a list of function schemas, e.g. [{"name": "get_weather", "parameters": {...}}]',
+    "expected_tool_calls": 'a list of calls, e.g. [{"name": "get_weather", "arguments": {"city": "Paris"}}]',
+}
 
 
 def _csv_header(path: str, row: list[str], line: int) -> list[str]:
