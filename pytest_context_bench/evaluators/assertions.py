@@ -52,6 +52,7 @@ __all__ = [
     "CHECKS",
     "Compiled",
     "KNOWN_TYPES",
+    "OWN_TYPES",
     "Result",
     "VERDICT_KEYS",
     "compile_asserts",
@@ -711,6 +712,10 @@ CHECKS: Final[Mapping[str, Check]] = {
     "cost": _cost,
     "tool-call": _tool_call,
 }
+
+#: Types of ours, not promptfoo's: ``tool-call`` is ToolCallMatch's check, whose
+#: reference is BFCL's checker (tests/test_tool_calls_bfcl.py), not promptfoo.
+OWN_TYPES: Final = frozenset({"tool-call"})
 
 #: Every type name accepted, ``not-`` forms and ``assert-set`` included.
 KNOWN_TYPES: Final[tuple[str, ...]] = tuple(
