@@ -75,6 +75,19 @@ def _text(response):
     return response.json()["choices"][0]["message"]["content"]
 
 
+def _answer(example, text):
+    """The reply; for an example that expects tool calls, also the call an agent
+    makes with it (ToolCallMatch judges it; issue 35)."""
+    out = {**example, "response": text}
+    if "expected_tool_calls" in example:
+        number = int(example["id"].split("-")[1])
+        out["tool_calls"] = [{"id": "call_1", "type": "function", "function": {
+            "name": "record_capital",
+            "arguments": json.dumps({"region": number, "town": text}),
+        }}]
+    return out
+
+
 class SyncHttpx:
     """Plain sync httpx through the run's client (cache, usage)."""
     name = "sync"
@@ -86,7 +99,7 @@ class SyncHttpx:
         if self._client is None:
             self._client = pytest_context_bench.http_client(timeout=30)
         url = os.environ["EQ_URL_SYNC"] + "/v1/chat/completions"
-        return {**example, "response": _text(self._client.post(url, json=_ask(example, "sync")))}
+        return _answer(example, _text(self._client.post(url, json=_ask(example, "sync"))))
 
 
 class AsyncHttpx:
@@ -97,7 +110,7 @@ class AsyncHttpx:
         url = os.environ["EQ_URL_ASYNC"] + "/v1/chat/completions"
         async with pytest_context_bench.async_http_client(timeout=30) as client:
             response = await client.post(url, json=_ask(example, "async"))
-        return {**example, "response": _text(response)}
+        return _answer(example, _text(response))
 
 
 class Threaded:
@@ -115,7 +128,7 @@ class Threaded:
         return _text(self._client.post(url, json=_ask(example, "threads")))
 
     def process(self, example):
-        return {**example, "response": self._pool.submit(self._call, example).result()}
+        return _answer(example, self._pool.submit(self._call, example).result())
 
 
 class Streamed:
@@ -137,7 +150,7 @@ class Streamed:
                 if line.startswith("data: ") and line != "data: [DONE]":
                     for choice in json.loads(line[6:])["choices"]:
                         pieces.append(choice["delta"].get("content") or "")
-        return {**example, "response": "".join(pieces)}
+        return _answer(example, "".join(pieces))
 
 
 sync = SyncHttpx()
@@ -186,11 +199,18 @@ _QUESTION = re.compile(r"capital of (country|region) (\d+)")
 
 #: The regions (the marked test's dataset) are judged by their own assertions
 #: (issue 34), which agree with token F1 here: a right answer passes them all.
+#: They also expect a tool call (issue 35), scored by ToolCallMatch and by a
+#: tool-call assertion of weight 0 (shown, not counted: the proxy System makes no
+#: call).
 _ASSERTS = [
     {"type": "icontains", "value": "{{answer}}"},
     {"type": "not-contains", "value": "idea", "metric": "knows"},
     {"type": "regex", "value": "^town \\d+$", "weight": 2},
 ]
+
+
+def _expected_calls(i: int) -> list[dict[str, Any]]:
+    return [{"name": "record_capital", "arguments": {"region": i, "town": f"Town {i}"}}]
 
 
 def _lines(kind: str, prefix: str, town: str) -> str:
@@ -201,7 +221,8 @@ def _lines(kind: str, prefix: str, town: str) -> str:
                 "context": f"Document {i} names the capital of {kind} {i}.",
                 "question": f"What is the capital of {kind} {i}?",
                 "answer": f"{town} {i}",
-                **({"assert": _ASSERTS} if kind == "region" else {}),
+                **({"assert": [*_ASSERTS, {"type": "tool-call", "value": _expected_calls(i), "weight": 0}],
+                    "expected_tool_calls": _expected_calls(i)} if kind == "region" else {}),
             }
         )
         + "\n"
@@ -457,6 +478,17 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
             assert r["metadata"]["score_field"] == "assert_score", r
             assert r["scores"]["assert_score"] == (r["status"] == "pass"), r
             assert r["metadata"]["assertions"]["by_type"]["regex"] in ("0/1", "1/1"), r
+            # the tool call follows the answer: right when the answer is, for every
+            # System but the proxy, which makes none
+            calls = r["metadata"]["tool_call_match"]
+            if r["system"] == "proxy":
+                assert r["scores"]["tool_call_match"] == 0.0, r
+                assert calls["misses"][0].startswith("missing call: expected call 1 record_capital("), r
+            else:
+                assert r["scores"]["tool_call_match"] == (r["status"] == "pass"), r
+                assert ("misses" in calls) == (r["status"] != "pass"), r
+            tool_check = r["metadata"]["assertions"]["4. tool-call"]
+            assert tool_check.startswith("pass" if r["scores"]["tool_call_match"] else "FAIL"), r
     assert len(statuses) == 2 * N * len(systems)  # two origins, N examples, per System
     for (suite, example_id), got in statuses.items():
         i = int(example_id.split("-")[1])
