@@ -458,3 +458,15 @@ def test_a_bad_tool_call_assertion_is_refused(assertion: dict[str, Any], message
     with pytest.raises(AssertionError_, match="assertion 1") as caught:
         compile_asserts([assertion])
     assert message in str(caught.value)
+
+
+def test_a_decoded_argument_object_nested_10000_deep_is_refused_without_recursion() -> None:
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(10_000):
+        node["a"] = {}
+        node = node["a"]
+    (parsed,), _ = parse_calls([call("f", {"x": deep}, shape="decoded")])
+    assert parsed.problem is not None and "nested more than 100 levels deep" in parsed.problem
+    scores, details = judge([call("f", {"x": deep}, shape="decoded")], [{"name": "f", "arguments": {"x": 1}}])
+    assert scores["tool_call_match"] == 0.0 and "cannot be read" in details["misses"][0]
