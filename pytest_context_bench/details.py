@@ -62,6 +62,7 @@ EXPLAINS: Final[dict[str, tuple[str, ...]]] = {
     "answer_correctness": ("answer_correctness", "answer_factuality",
                            "answer_similarity"),
     "assertions": ("assert_score", "assert_pass"),
+    "tool_call_match": ("tool_call_match", "tool_call_f1", "tool_call_name_f1"),
     "trajectory_match": ("trajectory_match",),
 }
 

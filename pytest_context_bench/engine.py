@@ -656,12 +656,14 @@ def evaluate(
             by_family[fam] = (
                 list(evaluators) if evaluators is not None else default_evaluators({fam})
             )
-    from .evaluators import FIELD_EVALUATORS, field_evaluators
+    from .evaluators import example_fields, field_evaluators
 
-    fields = {name for ex in examples for name in FIELD_EVALUATORS if name in ex}
+    fields = {name for ex in examples for name in example_fields(ex)}
     if fields:
-        # Evaluators an example's own fields call for (expected_trajectory:
-        # TrajectoryMatch); each scores only the examples carrying its field.
+        # Evaluators an example's own fields call for (expected_tool_calls:
+        # ToolCallMatch, expected_trajectory: TrajectoryMatch), unless the caller's
+        # evaluators have one of the same name (other options); each scores only
+        # the examples carrying its field.
         by_family = {fam: [*evs, *field_evaluators(fields, evs)] for fam, evs in by_family.items()}
     if any("assert" in ex for ex in examples):
         # The examples' own assertions (docs/assertions.md); file:// paths are read

@@ -79,14 +79,18 @@ def load_examples(
 
 def primary_score_field(example: dict[str, Any], source: Any) -> str:
     """The score field an example is judged on: ``assert_score`` when it carries
-    assertions, ``trajectory_match`` when it carries an expected trajectory, else
-    its dataset's, else its family's (``task``), else ``f1``."""
+    assertions, else the score of its first field of ``FIELD_EVALUATORS``
+    (``tool_call_match`` for expected tool calls, ``trajectory_match`` for an
+    expected trajectory), else its dataset's, else its family's (``task``), else
+    ``f1``."""
     from .datasets import primary_score
+    from .evaluators import field_primary_score
 
     if "assert" in example:
         return "assert_score"  # its own assertions judge it (docs/assertions.md)
-    if "expected_trajectory" in example:
-        return "trajectory_match"  # its expected steps judge it (docs/evaluators.md)
+    own = field_primary_score(example)
+    if own is not None:
+        return own  # its expected calls or steps judge it (docs/evaluators.md)
     if source is not None and getattr(source, "primary_score", None):
         return str(source.primary_score)
     task = example.get("task")

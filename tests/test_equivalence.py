@@ -82,6 +82,19 @@ def _text(response):
     return response.json()["choices"][0]["message"]["content"]
 
 
+def _answer(example, text):
+    """The reply; for an example that expects tool calls, also the call an agent
+    makes with it (ToolCallMatch judges it; issue 35)."""
+    out = {**example, "response": text}
+    if "expected_tool_calls" in example:
+        number = int(example["id"].split("-")[1])
+        out["tool_calls"] = [{"id": "call_1", "type": "function", "function": {
+            "name": "record_capital",
+            "arguments": json.dumps({"region": number, "town": text}),
+        }}]
+    return out
+
+
 def _usage(response):
     return response.json()["usage"]
 
@@ -120,7 +133,7 @@ class SyncHttpx:
         url = os.environ["EQ_URL_SYNC"] + "/v1/chat/completions"
         response = self._client.post(url, json=_ask(example, "sync"))
         text = _text(response)
-        return {**example, "response": text, **_agent(example, text, _usage(response))}
+        return {**_answer(example, text), **_agent(example, text, _usage(response))}
 
 
 class AsyncHttpx:
@@ -132,7 +145,7 @@ class AsyncHttpx:
         async with pytest_context_bench.async_http_client(timeout=30) as client:
             response = await client.post(url, json=_ask(example, "async"))
         text = _text(response)
-        return {**example, "response": text, **_agent(example, text, _usage(response))}
+        return {**_answer(example, text), **_agent(example, text, _usage(response))}
 
 
 class Threaded:
@@ -152,7 +165,7 @@ class Threaded:
 
     def process(self, example):
         text, usage = self._pool.submit(self._call, example).result()
-        return {**example, "response": text, **_agent(example, text, usage)}
+        return {**_answer(example, text), **_agent(example, text, usage)}
 
 
 class Streamed:
@@ -178,7 +191,7 @@ class Streamed:
                     for choice in chunk["choices"]:
                         pieces.append(choice["delta"].get("content") or "")
         text = "".join(pieces)
-        return {**example, "response": text, **_agent(example, text, usage)}
+        return {**_answer(example, text), **_agent(example, text, usage)}
 
 
 sync = SyncHttpx()
@@ -260,11 +273,18 @@ _TOWN = {"country": "city", "region": "town", "province": "village"}
 
 #: The regions (the marked test's dataset) are judged by their own assertions
 #: (issue 34), which agree with token F1 here: a right answer passes them all.
+#: They also expect a tool call (issue 35), scored by ToolCallMatch and by a
+#: tool-call assertion of weight 0 (shown, not counted: the proxy System makes no
+#: call).
 _ASSERTS = [
     {"type": "icontains", "value": "{{answer}}"},
     {"type": "not-contains", "value": "idea", "metric": "knows"},
     {"type": "regex", "value": "^town \\d+$", "weight": 2},
 ]
+
+
+def _expected_calls(i: int) -> list[dict[str, Any]]:
+    return [{"name": "record_capital", "arguments": {"region": i, "town": f"Town {i}"}}]
 
 
 #: An agent example (issue 35): the steps of one lookup, and budgets that a second
@@ -308,7 +328,8 @@ def _lines(kind: str, prefix: str, town: str) -> str:
                 "context": f"Document {i} names the capital of {kind} {i}.",
                 "question": f"What is the capital of {kind} {i}?",
                 "answer": f"{town} {i}",
-                **({"assert": _ASSERTS} if kind == "region" else {}),
+                **({"assert": [*_ASSERTS, {"type": "tool-call", "value": _expected_calls(i), "weight": 0}],
+                    "expected_tool_calls": _expected_calls(i)} if kind == "region" else {}),
             }
         )
         + "\n"
@@ -565,6 +586,17 @@ def check_reference(doc: dict[str, Any], systems: tuple[str, ...], trials: int) 
             assert r["metadata"]["score_field"] == "assert_score", r
             assert r["scores"]["assert_score"] == (r["status"] == "pass"), r
             assert r["metadata"]["assertions"]["by_type"]["regex"] in ("0/1", "1/1"), r
+            # the tool call follows the answer: right when the answer is, for every
+            # System but the proxy, which makes none
+            calls = r["metadata"]["tool_call_match"]
+            if r["system"] == "proxy":
+                assert r["scores"]["tool_call_match"] == 0.0, r
+                assert calls["misses"][0].startswith("missing call: expected call 1 record_capital("), r
+            else:
+                assert r["scores"]["tool_call_match"] == (r["status"] == "pass"), r
+                assert ("misses" in calls) == (r["status"] != "pass"), r
+            tool_check = r["metadata"]["assertions"]["4. tool-call"]
+            assert tool_check.startswith("pass" if r["scores"]["tool_call_match"] else "FAIL"), r
         if r["example_id"].startswith("a-"):  # an agent's: its steps and budgets
             check_agent_row(r)
     assert len(statuses) == 3 * N * len(systems)  # three origins, N examples, per System

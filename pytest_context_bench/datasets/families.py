@@ -196,6 +196,13 @@ _FAST_CHECKS: Final[Mapping[str, Callable[[dict[str, Any]], bool]]] = {
 }
 
 
+def judged_by_field(example: Mapping[str, Any]) -> bool:
+    """Whether ``example`` carries a field of ``evaluators.FIELD_EVALUATORS``."""
+    from ..evaluators import FIELD_EVALUATORS
+
+    return any(name in example for name in FIELD_EVALUATORS)
+
+
 def example_error(family: str, example: dict[str, Any]) -> str | None:
     """Check ``example`` against the schema of ``family``.
 
@@ -208,10 +215,10 @@ def example_error(family: str, example: dict[str, Any]) -> str | None:
     :raises ConfigError: when ``family`` is not a known family.
     """
     if family == DEFAULT_FAMILY and "answer" not in example and (
-        "assert" in example or "expected_trajectory" in example
+        "assert" in example or judged_by_field(example)
     ):
-        # The example's own assertions (or its expected trajectory) judge it: no
-        # gold answer is needed.
+        # The example's own assertions, or a field wiring its evaluator (expected
+        # tool calls, an expected trajectory), judge it: no gold answer is needed.
         return None if _base_ok(example) else _describe_base(example, family)
     fast = _FAST_CHECKS.get(family)
     if fast is None and family in PRIMARY_SCORE and family not in _schema_texts():
@@ -357,8 +364,9 @@ class DatasetBase:
     #: ``None`` when no example carries ``assert``.
     assertion_metrics: frozenset[str] | None = None
 
-    #: The fields of ``evaluators.FIELD_EVALUATORS`` (``expected_trajectory``...)
-    #: that at least one example carries: each wires its evaluator.
+    #: The fields of ``evaluators.FIELD_EVALUATORS`` (``expected_tool_calls``,
+    #: ``expected_trajectory``) that at least one example carries: each wires its
+    #: evaluator (ToolCallMatch, TrajectoryMatch), which judges those examples.
     evaluator_fields: frozenset[str] = frozenset()
 
     @property

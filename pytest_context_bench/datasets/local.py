@@ -53,6 +53,7 @@ from .families import (
     PRIMARY_SCORE,
     describe_value,
     example_error,
+    judged_by_field,
 )
 
 __all__ = [
@@ -456,7 +457,8 @@ class _Collector:
         self.check_strings = False
         #: the ``metric`` names of the examples' assertions; None: no example has any
         self.assert_metrics: set[str] | None = None
-        #: the fields wiring an evaluator (``expected_trajectory``) some example has
+        #: the fields wiring an evaluator (``evaluators.FIELD_EVALUATORS``:
+        #: expected_tool_calls, expected_trajectory) some example has
         self.evaluator_fields: set[str] = set()
         self.base_dir = os.path.dirname(os.path.abspath(path))
 
@@ -528,8 +530,8 @@ class _Collector:
             )
         if "assert" in example:
             self.check_asserts(example, line, label)
-        if "expected_trajectory" in example:
-            self.check_trajectory(example, line, label)
+        if "tools" in example or judged_by_field(example):
+            self.check_fields(example, line, label)
         if "tools" in example or "tool_choice" in example:
             self.check_tools(example, line, label)
         error = example_error(family, example)
@@ -573,17 +575,17 @@ class _Collector:
             raise self.fail(str(exc), line, label) from None
         self.assert_metrics = (self.assert_metrics or set()) | metric_names(compiled)
 
-    def check_trajectory(self, example: dict[str, Any], line: int, label: str) -> None:
-        """Read the example's ``expected_trajectory`` (and its match settings) now,
-        so that one that is not a list of messages stops the run before its first
-        example (docs/evaluators.md, TrajectoryMatch)."""
-        from ..evaluators.trajectory import TrajectoryError, check_example
+    def check_fields(self, example: dict[str, Any], line: int, label: str) -> None:
+        """Check the fields wiring an evaluator (``expected_tool_calls`` and the
+        ``tools`` ToolCallMatch reads, ``expected_trajectory`` and its match
+        settings) now, so that a bad one stops the run before its first example
+        (docs/evaluators.md)."""
+        from ..evaluators import example_fields, field_problem
 
-        try:
-            check_example(example)
-        except TrajectoryError as exc:
-            raise self.fail(str(exc), line, label) from None
-        self.evaluator_fields.add("expected_trajectory")
+        problem = field_problem(example)
+        if problem is not None:
+            raise self.fail(problem, line, label)
+        self.evaluator_fields.update(example_fields(example))
 
     def check_tools(self, example: dict[str, Any], line: int, label: str) -> None:
         """The example's ``tools`` (a list of function schemas) and ``tool_choice``,
@@ -1001,6 +1003,8 @@ def _read_csv(path: str, text: str, collector: _Collector) -> list[dict[str, Any
 #: CSV columns whose cells hold JSON, and what the JSON is (for the message).
 _CSV_JSON_COLUMNS: Final = {
     "assert": 'a list of assertions, e.g. [{"type": "contains", "value": "refund"}]',
+    "tools": 'a list of function schemas, e.g. [{"name": "get_weather", "parameters": {...}}]',
+    "expected_tool_calls": 'a list of calls, e.g. [{"name": "get_weather", "arguments": {"city": "Paris"}}]',
     "expected_trajectory": 'a list of messages, e.g. [{"role": "assistant", "tool_calls": [...]}]',
     "tool_args_match_overrides": 'an object, e.g. {"search": "ignore"}',
     "tools": 'a list of function schemas, e.g. [{"type": "function", "function": {"name": "f"}}]',
@@ -1008,7 +1012,8 @@ _CSV_JSON_COLUMNS: Final = {
 
 
 def _csv_json(path: str, line: int, column: str, cell: str) -> Any:
-    """A CSV cell that holds JSON (the ``assert`` column...), parsed."""
+    """A CSV cell that holds JSON (a column of :data:`_CSV_JSON_COLUMNS`:
+    ``assert``, ``tools``, ``expected_tool_calls``...), parsed."""
     try:
         return strict_loads(cell)
     except (ValueError, RecursionError) as exc:

@@ -75,7 +75,7 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
         came from) and the line.
     """
     from ..evaluators.assertions import AssertionError_, compile_asserts, metric_names
-    from ..evaluators.trajectory import TrajectoryError, check_example
+    from ..evaluators import example_fields, field_problem
     from .promptfoo import load_promptfoo
 
     fam = family or DEFAULT_FAMILY
@@ -103,12 +103,12 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
                 except AssertionError_ as exc:
                     raise DatasetError(f"{exc}. Fix the test.", path=str(source), line=line or None) from None
                 metrics = (metrics or set()) | metric_names(compiled)
-            if "expected_trajectory" in example:  # a var: TrajectoryMatch judges it
-                try:
-                    check_example(example)
-                except TrajectoryError as exc:
-                    raise DatasetError(f"{exc}. Fix the test.", path=str(source), line=line or None) from None
-                fields.add("expected_trajectory")
+            own = example_fields(example)
+            if own:  # vars expected_tool_calls, expected_trajectory: their evaluators judge
+                problem = field_problem(example)
+                if problem is not None:
+                    raise DatasetError(f"{problem}. Fix the test.", path=str(source), line=line or None)
+                fields.update(own)
             problem = example_error(fam, example)
             if problem is not None:
                 raise DatasetError(f"{problem}. Fix the test.", path=str(source), line=line or None)

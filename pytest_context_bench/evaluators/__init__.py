@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .multiple_choice import MultipleChoiceAccuracy, extract_choice
     from .nli import NLILabelMatch, extract_label
     from .summarization import SummarizationQuality
+    from .tool_calls import ToolCallMatch
     from .trajectory import TrajectoryMatch
 
 __all__ = [
@@ -36,13 +37,18 @@ __all__ = [
     "SummarizationQuality",
     "MultipleChoiceAccuracy",
     "NLILabelMatch",
+    "ToolCallMatch",
     "TrajectoryMatch",
     "extract_choice",
     "extract_label",
     "FAMILY_EVALUATORS",
     "FIELD_EVALUATORS",
     "evaluators_for",
+    "example_fields",
     "field_evaluators",
+    "field_problem",
+    "field_primary_score",
+    "field_score_keys",
 ]
 
 # Imported on first use (PEP 562): a QA run should not pay for httpx, the sandbox,
@@ -60,6 +66,7 @@ _LAZY = {
     "extract_choice": "multiple_choice",
     "NLILabelMatch": "nli",
     "extract_label": "nli",
+    "ToolCallMatch": "tool_calls",
     "TrajectoryMatch": "trajectory",
 }
 
@@ -104,23 +111,83 @@ SCORE_KEYS: dict[str, tuple[str, ...]] = {
     "CodeExecution": ("pass_at_1",),
     "LLMJudge": ("judge_score",),
     "MemoryJudge": ("memory_judge", "memory_judge_raw"),
+    # wired by an example's field, not by a family (FIELD_EVALUATORS)
+    "ToolCallMatch": ("tool_call_match", "tool_call_f1", "tool_call_name_f1"),
     "TrajectoryMatch": ("trajectory_match",),
 }
 
 #: example field → the evaluator (class name in this package) an example carrying
 #: it is scored by, whatever its family, and the score that then judges it (its
-#: primary score, unless the example has ``assert``): wired by the field's
-#: presence in a dataset, as assertions are.
+#: primary score, unless the example has ``assert``; an example with several of
+#: these fields is judged by the first in this order): wired by the field's
+#: presence in a dataset, as assertions are. The one table every path reads
+#: (command-line datasets, the marker, evaluate(), promptfoo tests files).
 FIELD_EVALUATORS: dict[str, tuple[str, str]] = {
+    "expected_tool_calls": ("ToolCallMatch", "tool_call_match"),
     "expected_trajectory": ("TrajectoryMatch", "trajectory_match"),
 }
 
 
-def field_evaluators(fields: Iterable[str], beside: Iterable[Any] = ()) -> list[Any]:
+def example_fields(example: Mapping[str, Any]) -> list[str]:
+    """The fields of :data:`FIELD_EVALUATORS` that ``example`` carries, in the
+    table's order."""
+    return [name for name in FIELD_EVALUATORS if name in example]
+
+
+def field_primary_score(example: Mapping[str, Any]) -> str | None:
+    """The score an example's own field calls for (``tool_call_match`` for
+    ``expected_tool_calls``...), ``None`` when it carries none of them."""
+    for name, (_, score) in FIELD_EVALUATORS.items():
+        if name in example:
+            return score
+    return None
+
+
+def field_problem(example: Mapping[str, Any]) -> str | None:
+    """Why one of ``example``'s fields of :data:`FIELD_EVALUATORS` (or the
+    ``tools`` ToolCallMatch reads) cannot be used, naming the field (``field
+    'expected_tool_calls[0]' must be an object...``), or ``None``: what every
+    dataset loader checks before the first example runs."""
+    if "expected_tool_calls" in example or "tools" in example:
+        from .tool_calls import tool_fields_problem
+
+        problem = tool_fields_problem(example)
+        if problem is not None:
+            return problem
+    if "expected_trajectory" in example:
+        from .trajectory import TrajectoryError, check_example
+
+        try:
+            check_example(example)
+        except TrajectoryError as exc:
+            return str(exc)
+    return None
+
+
+def field_score_keys(fields: Iterable[str]) -> set[str]:
+    """Every score key the evaluators wired for ``fields`` can produce."""
+    return {
+        key
+        for name in fields
+        if name in FIELD_EVALUATORS
+        for key in SCORE_KEYS.get(FIELD_EVALUATORS[name][0], ())
+    }
+
+
+def field_evaluators(
+    fields: Iterable[str],
+    beside: Iterable[Any] = (),
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Any]:
     """The evaluators :data:`FIELD_EVALUATORS` wires for examples carrying
-    ``fields`` (one shared instance per class and process), in the table's order;
-    none whose name an evaluator of ``beside`` already has (a ``TrajectoryMatch``
-    given with modes of its own is not doubled by the default one)."""
+    ``fields`` (one shared instance per class and options, per process), in the
+    table's order; none whose name an evaluator of ``beside`` already has (a
+    ``ToolCallMatch`` or ``TrajectoryMatch`` given with modes of its own, by the
+    marker, evaluate() or --ctxbench-evaluator, is not doubled by the default one).
+
+    :param options: constructor keyword arguments per evaluator name, as for
+        :func:`evaluators_for`.
+    """
     present = set(fields)
     taken = {getattr(e, "name", None) for e in beside}
     out = []
@@ -128,13 +195,15 @@ def field_evaluators(fields: Iterable[str], beside: Iterable[Any] = ()) -> list[
         if field_name not in present:
             continue
         factory: Callable[..., Any] = __getattr__(class_name)
-        if getattr(factory, "name", None) in taken:
+        name = getattr(factory, "name", None)
+        if name in taken:
             continue
-        key = (factory, ())
+        kwargs = dict((options or {}).get(name or "", {}))
+        key = (factory, tuple(sorted(kwargs.items())))
         with _shared_lock:
             ev = _shared.get(key)
             if ev is None:
-                ev = _shared[key] = factory()
+                ev = _shared[key] = factory(**kwargs)
         out.append(ev)
     return out
 

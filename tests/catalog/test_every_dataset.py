@@ -38,12 +38,38 @@ UPSTREAM_NAMES = {
 }
 
 
+def _concrete(value: Any) -> Any:
+    """The first accepted value of an expected argument (``{"any_of": [...]}``)."""
+    if isinstance(value, dict) and set(value) == {"any_of"}:
+        value = next(v for v in value["any_of"] if v != "")
+    if isinstance(value, dict):
+        return {k: _concrete(v) for k, v in value.items()
+                if not (isinstance(v, dict) and v.get("any_of") == [""])}
+    if isinstance(value, list):
+        return [_concrete(v) for v in value]
+    return value
+
+
+def _calls(expected: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The expected calls as a model makes them (OpenAI's shape)."""
+    return [
+        {"id": f"call_{i}", "type": "function", "function": {
+            "name": call["name"],
+            "arguments": json.dumps({k: _concrete(v) for k, v in call["arguments"].items()}),
+        }}
+        for i, call in enumerate(expected)
+    ]
+
+
 class Oracle:
-    """Answers with the gold: the letter for multiple choice, else the (first) answer."""
+    """Answers with the gold: the letter for multiple choice, the expected tool
+    calls, else the (first) answer."""
 
     name = "oracle"
 
     def process(self, example: dict[str, Any]) -> dict[str, Any]:
+        if "expected_tool_calls" in example:
+            return {**example, "response": "", "tool_calls": _calls(example["expected_tool_calls"])}
         if example.get("task") == "multiple_choice":
             response = f"The answer is {example['correct_letter']}."
         else:
@@ -67,14 +93,15 @@ def _write(root: Path, name: str, config: str | None) -> None:
         folder = folder / config  # a config that is a table of its own has its folder
     folder.mkdir(parents=True)
     records = SAMPLES[name][1]
+    fill = config or named.default_config or ""
     if named.hub is not None:
         target = folder / f"{named.hub.resolve(config).split}.jsonl"
     else:
-        target = folder / named.files[0].replace("{config}", config or "")
+        target = folder / named.files[0].replace("{config}", fill)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("".join(json.dumps(r) + "\n" for r in records))
     for aux_name, records in AUX.get(name, {}).items():
-        aux_file = folder / named.aux[aux_name][1][0].replace("{config}", config or "")
+        aux_file = folder / named.aux[aux_name][1][0].replace("{config}", fill)
         aux_file.parent.mkdir(parents=True, exist_ok=True)
         aux_file.write_text("".join(json.dumps(r) + "\n" for r in records))
 
@@ -100,8 +127,10 @@ def test_loads_and_is_judged(
     if ds.family in ("ifeval", "conversation", "code"):
         return  # judged by instructions, an LLM judge or the sandbox: tested elsewhere
     result = evaluate(Oracle(), ds, progress=False, tokenizer=lambda text: len(text.split()))
-    primary = ds.primary_score
     for row in result.rows:
+        # the dataset's primary score, or the example's own (expected tool calls)
+        primary = row.metadata["score_field"]
+        assert primary == ds.primary_score or primary == "tool_call_match", primary
         assert row.error is None, (row.example_id, row.error)
         assert row.scores.get(primary) == 1.0, (row.example_id, primary, row.scores)
 

@@ -137,7 +137,9 @@ def test_hub_sources() -> None:
         hub = spec.hub.resolve(spec.default_config)
         assert (hub.repo, hub.config, hub.split) == (repo, config, split), name
     assert SPEC["bfcl"].hub is None
-    assert SPEC["bfcl"].files == ("BFCL_v3_simple.json",)
+    assert SPEC["bfcl"].files[0] == "BFCL_v4_{config}.json"
+    assert SPEC["bfcl"].configs == ("simple_python", "multiple", "parallel", "parallel_multiple")
+    assert SPEC["bfcl"].package == ("bfcl_eval", "data")
     assert SPEC["swebench-lite"].map_record is SPEC["swebench"].map_record
 
 
@@ -641,9 +643,10 @@ def test_bfcl_puts_the_question_in_the_prompt() -> None:
     assert context.startswith("Functions:\n[\n  {\n")
     assert '"name": "find_bakery"' in context
     assert context.endswith("\n\nUser: Find bakeries in Dunmore.")
-    assert json.loads(example["answer"]) == {
-        "find_bakery": {"town": ["Dunmore"], "open_now": ["", False]}
-    }
+    assert "answer" not in example  # judged by ToolCallMatch, not token F1
+    assert example["expected_tool_calls"] == [
+        {"name": "find_bakery", "arguments": {"town": "Dunmore", "open_now": {"any_of": ["", False]}}}
+    ]
     assert example["tools"][0]["name"] == "find_bakery"
 
 
@@ -655,9 +658,9 @@ def test_bfcl_answer_from_the_possible_answer_table() -> None:
     )
     assert set(aux) == {"simple_0", "simple_1"}
     example = one(map_bfcl(record, ctx("bfcl", aux=aux)))
-    assert json.loads(example["answer"]) == {
-        "find_bakery": {"town": ["Sallow"], "open_now": [True]}
-    }
+    assert example["expected_tool_calls"] == [
+        {"name": "find_bakery", "arguments": {"town": "Sallow", "open_now": True}}
+    ]
     with bad("ground_truth"):
         map_bfcl(record, ctx("bfcl", aux={}))
     with bad("ground_truth"):
@@ -672,7 +675,9 @@ def test_bfcl_other_question_shapes() -> None:
     }
     example = one(map_bfcl(v1, ctx("bfcl", 4)))
     assert (example["id"], example["question"]) == ("4", "Find bakeries in Oldcastle.")
-    assert example["answer"] == "find_bakery(town='Oldcastle')"
+    assert example["expected_tool_calls"] == [
+        {"name": "find_bakery", "arguments": {"town": "Oldcastle"}}
+    ]
     turns = {
         **sample("bfcl"),
         "question": [
@@ -700,6 +705,33 @@ def test_bfcl_bad_records() -> None:
         map_bfcl({**sample("bfcl"), "question": [[{"role": "user"}]]}, ctx("bfcl"))
     with bad("ground_truth"):
         map_bfcl({**sample("bfcl"), "ground_truth": []}, ctx("bfcl"))
+    with bad("ground_truth[0]"):
+        map_bfcl({**sample("bfcl"), "ground_truth": [{"a": {}, "b": {}}]}, ctx("bfcl"))
+    with bad("ground_truth[0].find_bakery.town"):
+        map_bfcl({**sample("bfcl"), "ground_truth": [{"find_bakery": {"town": "Dunmore"}}]},
+                 ctx("bfcl"))
+    with bad("ground_truth[0]"):
+        map_bfcl({**sample("bfcl"), "ground_truth": ["find_bakery('Dunmore')"]}, ctx("bfcl"))
+
+
+def test_bfcl_possible_answers_become_expected_calls() -> None:
+    """BFCL's possible answer in ``expected_tool_calls``' spelling: one accepted
+    value as itself, several or the optional marker as any_of; an object's keys
+    (also inside a list) hold their accepted values."""
+    from pytest_context_bench.datasets.catalog.qa import bfcl_expected_calls
+
+    truth = [{"m.f": {
+        "x": [1], "unit": ["", "c"], "pair": [[3, 5]],
+        "opts": [{"k": ["a", "b"], "n": [2]}],
+        "rows": [[{"k": ["a"]}, {"k": ["b", ""]}]],
+        "odd": [{"any_of": [1]}],
+    }}]
+    assert bfcl_expected_calls(truth) == [{"name": "m.f", "arguments": {
+        "x": 1, "unit": {"any_of": ["", "c"]}, "pair": [3, 5],
+        "opts": {"k": {"any_of": ["a", "b"]}, "n": 2},
+        "rows": [{"k": "a"}, {"k": {"any_of": ["b", ""]}}],
+        "odd": {"any_of": [{"any_of": 1}]},
+    }}]
 
 
 # ------------------------------------------------------------------ apigen
@@ -714,10 +746,17 @@ def test_apigen() -> None:
     assert example["context"].endswith(
         "\n\nUser: Tides for Dunmore harbour tomorrow, 2024-06-02."
     )
-    assert json.loads(example["answer"])[0]["arguments"]["harbour"] == "Dunmore"
+    assert example["expected_tool_calls"] == [
+        {"name": "tide_times", "arguments": {"harbour": "Dunmore", "date": "2024-06-02"}}
+    ]
+    assert "answer" not in example
     assert example["tools"][0]["name"] == "tide_times"
     with bad("tools"):
         map_apigen({**sample("apigen"), "tools": "[not json"}, ctx("apigen"))
+    with bad("answers"):
+        map_apigen({**sample("apigen"), "answers": "{not json"}, ctx("apigen"))
+    with bad("answers[0]"):
+        map_apigen({**sample("apigen"), "answers": "[1]"}, ctx("apigen"))
     with bad("answers"):
         map_apigen(
             {k: v for k, v in sample("apigen").items() if k != "answers"}, ctx("apigen")

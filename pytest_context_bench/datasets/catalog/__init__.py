@@ -80,6 +80,8 @@ def source_label(named: NamedSpec) -> str:
     """Where ``named`` comes from, in one phrase for listings."""
     hub = named.hub
     if hub is None:
+        if named.package is not None:
+            return f"data directory, else package {named.package[0]}"
         return "data directory"
     config = f" ({hub.config})" if hub.config else ""
     return f"hub:{hub.repo}{config}"
@@ -151,7 +153,10 @@ def catalog_markdown() -> str:
         out += [f"## {group}", ""]
         for named in module.SPECS:
             hub = named.hub
-            if hub is None:
+            if hub is None and named.package is not None:
+                source = (f"none (the data directory, else the installed package "
+                          f"`{named.package[0]}`'s `{named.package[1]}/`)")
+            elif hub is None:
                 source = "none (data directory only)"
             else:
                 parts = [f"`{hub.repo}`"]

@@ -158,6 +158,10 @@ class NamedSpec:
         spreads one item over several rows (the hub's flat SciFact claims), merges
         them before mapping. Pure; the table is then held in memory.
     :param notes: what differs from upstream, for the docs.
+    :param package: ``(import name, folder)``: an installed package that ships the
+        data (``("bfcl_eval", "data")``), looked in after the data directory for
+        the spec's own file names (and its auxiliary tables'); found without
+        importing it.
     """
 
     name: str
@@ -176,6 +180,7 @@ class NamedSpec:
     prepare: Callable[[dict[str, list[dict[str, Any]]]], Any] | None = None
     regroup: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None
     notes: str = ""
+    package: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.files, str) or isinstance(self.configs, str):

