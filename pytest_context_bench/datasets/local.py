@@ -1007,7 +1007,6 @@ _CSV_JSON_COLUMNS: Final = {
     "expected_tool_calls": 'a list of calls, e.g. [{"name": "get_weather", "arguments": {"city": "Paris"}}]',
     "expected_trajectory": 'a list of messages, e.g. [{"role": "assistant", "tool_calls": [...]}]',
     "tool_args_match_overrides": 'an object, e.g. {"search": "ignore"}',
-    "tools": 'a list of function schemas, e.g. [{"type": "function", "function": {"name": "f"}}]',
 }
 
 
