@@ -279,7 +279,7 @@ def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
     shutil.copytree(
         EXAMPLE,
         project,
-        ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__"),
+        ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__", ".pytest_cache"),
     )
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))

@@ -24,7 +24,7 @@ def example(tmp_path: Path) -> Path:
     shutil.copytree(
         EXAMPLE,
         project,
-        ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__"),
+        ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__", ".pytest_cache"),
     )
     return project
 
