@@ -296,8 +296,8 @@ def test_a_multi_step_loop_through_http_client_replays_with_zero_requests(pytest
     ("value", "said"),
     [
         ('"tools": {"name": "f"}', "field 'tools' must be a list of function schemas"),
-        ('"tools": ["lookup"]', "tool 1 of field 'tools' is a string"),
-        ('"tools": [{"name": "f", "parameters": "x"}]', "has parameters that are a string"),
+        ('"tools": ["lookup"]', "field 'tools[0]' must be a function schema (an object with a 'name'), got the string"),
+        ('"tools": [{"name": "f", "parameters": "x"}]', "field 'tools[0].parameters' must be an object (a JSON Schema)"),
         ('"tools": [], "tool_choice": "always"', "field 'tool_choice' must be 'auto', 'none', 'required'"),
     ],
 )
