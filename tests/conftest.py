@@ -68,3 +68,23 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "inner_run: the test runs pytest itself (pytester, or a pytest subprocess):"
+        " `-m 'not inner_run'` is the fast subset (see README.md)",
+    )
+
+
+#: test modules whose tests start pytest in a subprocess without the pytester fixture
+_INNER_RUN_MODULES = frozenset({"test_docs.py", "test_example_project.py"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that run pytest itself (``inner_run``): the slow part of the
+    suite, and the only part that tests the plugin inside a pytest run."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()) or item.path.name in _INNER_RUN_MODULES:
+            item.add_marker(pytest.mark.inner_run)
