@@ -256,30 +256,8 @@ def test_genai_prices_prices_a_mismatch_at_the_dearer_model() -> None:
 
 # ------------------------------------------------------------------ end to end
 
-PRICED_PY = '''
-import os
-from pytest_context_bench import http_client
+from test_hardening_money import CALL_USD, N, PRICED_PY  # noqa: E402  (one priced System)
 
-URL = os.environ["LLM_URL"] + "/v1/chat/completions"
-
-class Priced:
-    """Asks the model; the endpoint bills each call."""
-    name = "priced"
-    def __init__(self):
-        self.client = http_client()
-    def process(self, example):
-        reply = self.client.post(URL, json={"model": "m", "messages": [
-            {"role": "user", "content": example["question"]}]})
-        reply.raise_for_status()
-        text = reply.json()["choices"][0]["message"]["content"]
-        return {**example, "response": text}
-
-priced = Priced()
-'''
-
-#: every call bills 100 prompt and 10 completion tokens: $0.00012 at m=1/2.
-CALL_USD = (100 * 1 + 10 * 2) / 1e6
-N = 8
 GATE = f"--ctxbench-max-cost-usd={N * CALL_USD / 2}"
 HIGH_GATE = f"--ctxbench-max-cost-usd={N * CALL_USD * 2}"
 

@@ -199,12 +199,7 @@ def field_evaluators(
         if name in taken:
             continue
         kwargs = dict((options or {}).get(name or "", {}))
-        key = (factory, tuple(sorted(kwargs.items())))
-        with _shared_lock:
-            ev = _shared.get(key)
-            if ev is None:
-                ev = _shared[key] = factory(**kwargs)
-        out.append(ev)
+        out.append(_shared_instance(factory, kwargs))
     return out
 
 
@@ -222,6 +217,17 @@ def score_keys_for(
 
 _shared: dict[tuple[Any, ...], Any] = {}
 _shared_lock = threading.Lock()
+
+
+def _shared_instance(factory: Callable[..., Any], kwargs: Mapping[str, Any]) -> Any:
+    """The one instance of ``factory(**kwargs)`` of this process (built on first
+    use, under the lock)."""
+    key = (factory, tuple(sorted(kwargs.items())))
+    with _shared_lock:
+        ev = _shared.get(key)
+        if ev is None:
+            ev = _shared[key] = factory(**kwargs)
+    return ev
 
 
 def evaluators_for(
@@ -261,10 +267,5 @@ def evaluators_for(
         judge_class: Callable[..., Any] = __getattr__(
             "MemoryJudge" if fams == {"memory"} else "LLMJudge"
         )
-        key = (judge_class, tuple(sorted(judge.items())))
-        with _shared_lock:
-            ev = _shared.get(key)
-            if ev is None:
-                ev = _shared[key] = judge_class(**judge)
-        out.append(ev)
+        out.append(_shared_instance(judge_class, judge))
     return out
