@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -672,7 +673,18 @@ def _examples(records: Iterable[Record], suite: Mapping[str, Any]) -> dict[tuple
 
 
 def _ids(keys: Iterable[tuple[str, str]], several: bool) -> list[str]:
-    return sorted(f"{d}/{e}" if several else e for d, e in keys)
+    """The flipped examples' ids in natural order (``HumanEval/2`` before
+    ``HumanEval/12``)."""
+    return sorted((f"{d}/{e}" if several else e for d, e in keys), key=natural_key)
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key reading runs of digits as numbers: ``q-2`` < ``q-10``."""
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part)
+        for part in re.split(r"(\d+)", text)
+        if part
+    )
 
 
 def compare(

@@ -489,3 +489,14 @@ def test_compare_rejects_unknown_metric(tmp_path: Path) -> None:
     loaded = _load(tmp_path, make_report({"s": [1.0]}))
     with pytest.raises(ConfigError, match="unknown max-drop metric f1"):
         compare(loaded, make_report({"s": [1.0]}), {"f1": Tolerance(0.1)})
+
+
+def test_flipped_ids_are_listed_in_natural_order() -> None:
+    """HumanEval/2 before HumanEval/12 before HumanEval/102 (issue 39: they sorted
+    as strings), in one dataset and across several."""
+    from pytest_context_bench.baseline import _ids
+
+    keys = [("he", "HumanEval/102"), ("he", "HumanEval/12"), ("he", "HumanEval/2")]
+    assert _ids(keys, several=False) == ["HumanEval/2", "HumanEval/12", "HumanEval/102"]
+    assert _ids([("d10", "q-1"), ("d9", "q-10"), ("d9", "q-9")], several=True) == [
+        "d9/q-9", "d9/q-10", "d10/q-1"]

@@ -13,6 +13,7 @@ from browser import open_report
 from helpers import qa_lines
 from markdown_it import MarkdownIt
 
+from pytest_context_bench.baseline import natural_key
 from pytest_context_bench.cli import main
 
 WORSE = """
@@ -68,7 +69,8 @@ def test_compare_prints_the_paired_change_and_the_flips(
     assert lines["pass_rate"][1:4] == ["1", "0.6667", "-0.3333"]
     assert lines["pass_rate"][-1] == "WORSE"
     flipped = [f"q-{i}" for i in range(3, 31, 3)]
-    assert f"flipped pass → fail (10): {' '.join(sorted(flipped))}" in out
+    # in natural order: q-3 before q-12 (issue 39)
+    assert f"flipped pass → fail (10): {' '.join(sorted(flipped, key=natural_key))}" in out
     assert (
         "3 metric(s) significantly worse in B: echo pass_rate, echo mean_score, echo cost_of_pass\n"
         in out
@@ -98,9 +100,9 @@ def test_compare_html_shows_both_responses_in_chromium(
     first = rows[0]
     assert first[2] == "pass → fail"
     assert (
-        first[3].endswith("city 12")
+        first[3].endswith("city 3")  # the first flipped, in natural order
         and first[4].endswith("no idea")
-        and first[5] == "city 12"
+        and first[5] == "city 3"
     )
     metrics = page.eval_on_selector_all(
         "#diff-table tbody tr",
