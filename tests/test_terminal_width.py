@@ -132,7 +132,7 @@ def _check(
         "baseline comparison:",
         "gate max-drop 0.02: FAILED, significantly worse (exact McNemar test one-sided p =",
         "gate max-drop 0.9: passed, within the tolerance 0.9",
-        "flipped pass → fail (6): q-1 q-11 q-3 q-5 q-7 q-9",
+        "flipped pass → fail (6): q-1 q-3 q-5 q-7 q-9 q-11",
     ):
         assert said in flat, said
     # ... the comparison said once: the max-drop verdict's whole sentence is the
@@ -158,7 +158,7 @@ def _check(
     out = capsys.readouterr().out.splitlines()
     assert _too_wide(out, columns) == []
     flat = " ".join(" ".join(out).split())
-    assert "flipped pass → fail (6): q-1 q-11 q-3 q-5 q-7 q-9" in flat
+    assert "flipped pass → fail (6): q-1 q-3 q-5 q-7 q-9 q-11" in flat
     # (a header row ending in "verdict": the whole table, or its last block)
     assert any(line.startswith("metric ") and line.endswith("verdict") for line in out)
     assert any(line.startswith("pass_rate ") and line.endswith("WORSE") for line in out)
