@@ -731,9 +731,10 @@ def evaluate(
         "llm_usage" in r.metadata or "judge_usage" in r.metadata for r in rows
     ):
         # Calls were measured at the HTTP transport: money joins the defaults.
-        from .metrics import MoneyCost
+        from .metrics import LLMTokens, MoneyCost
 
         mets.append(MoneyCost(threshold=threshold, score_field=score_field))
+        mets.append(LLMTokens(threshold=threshold, score_field=score_field))
     summary = summarize(rows, mets, names)
     config = {
         "systems": names,

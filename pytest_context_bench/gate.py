@@ -23,6 +23,7 @@ GATE_KINDS: dict[str, tuple[str, str]] = {
     "max_error_rate": ("error_rate", "<="),
     "max_cost_usd": ("total_cost_usd", "<="),
     "max_cost_of_pass_usd": ("cost_of_pass_usd", "<="),
+    "max_llm_tokens_per_pass": ("llm_tokens_per_pass", "<="),
 }
 
 
@@ -51,11 +52,15 @@ class GateResult:
     @property
     def reason(self) -> str:
         if math.isnan(self.value):
-            why = (
-                "no LLM call was measured, or a model has no --ctxbench-price"
-                if self.gate.metric.endswith("_usd")
-                else "no example was scored"
-            )
+            if self.gate.metric.endswith("_usd"):
+                why = "no LLM call was measured, or a model has no --ctxbench-price"
+            elif self.gate.metric.startswith("llm_"):
+                why = (
+                    "no LLM call was measured: the System calls through neither"
+                    " http_client() nor --ctxbench-proxy"
+                )
+            else:
+                why = "no example was scored"
             return f"{self.gate.metric} could not be measured ({why})"
         verb = "meets" if self.passed else "breaches"
         return (

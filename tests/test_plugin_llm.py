@@ -65,7 +65,8 @@ def test_proxy_and_judge_survive_transient_failures_under_xdist(pytester: pytest
             "--ctxbench-min-pass-rate=1",
         )
     assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=200 + 1)  # and the met gate
+    # The met gate is listed in the gates section, not counted (docs/gating.md).
+    result.assert_outcomes(passed=200)
     assert count["failed"] >= 80  # 400 successful calls + retries: a fifth failed first
     doc = json.loads(out.read_text())
     summary = doc["summary"]["local"]
@@ -79,7 +80,10 @@ def test_unreachable_endpoint_is_an_error_of_each_example_naming_the_url(pyteste
     with FakeLLM() as llm:
         url = llm.base_url
     # The server is stopped: connections are refused.
-    result = pytester.runpytest_subprocess("--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={url}", "--ctxbench-proxy-name=gone")
+    result = pytester.runpytest_subprocess(
+        "--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={url}", "--ctxbench-proxy-name=gone",
+        "--ctxbench-model=m",
+    )
     assert result.ret == 1
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([f"*LLMError*{url}*"])
@@ -128,9 +132,98 @@ def test_a_baseline_on_one_port_matches_a_proxy_on_another(pytester: pytest.Pyte
 def test_two_proxies_with_one_model_and_host_need_names(pytester: pytest.Pytester) -> None:
     pytester.makefile(".jsonl", qa='{"id": 1, "question": "q?", "answer": "a"}\n')
     result = pytester.runpytest_subprocess(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-proxy=http://h:2"
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://h:1", "--ctxbench-proxy=http://h:2",
+        "--ctxbench-model=gpt-4o-mini",
     )
     assert result.ret == 4
     result.stderr.fnmatch_lines(
-        ["ERROR: *two systems are named 'openai_proxy_gpt-3.5-turbo@h'* name each with --ctxbench-proxy-name, in order."]
+        ["ERROR: *two systems are named 'openai_proxy_gpt-4o-mini@h'* name each with --ctxbench-proxy-name, in order."]
     )
+
+
+# ---- no model nobody chose (issue 39) ------------------------------------------------
+
+
+@pytest.mark.inner_run
+def test_without_a_model_the_endpoints_only_model_is_sent_and_said(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".jsonl", qa='{"id": 1, "question": "q?", "answer": "OK"}\n')
+    with FakeLLM(models=["local-llama"]) as llm, FakeLLM(models=["judge-7b"]) as judge:
+        judge.set_handler(lambda request: "Score: 5")
+        result = pytester.runpytest_subprocess(
+            "-n", "2", "--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={llm.base_url}",
+            f"--ctxbench-judge-url={judge.base_url}",
+        )
+        asked = [r.json.get("model") for r in llm.requests]
+        judged = [r.json.get("model") for r in judge.requests]
+        listings = (llm.model_listings, judge.model_listings)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    assert asked == ["local-llama"] and judged == ["judge-7b"]
+    # Asked once, by the controller: the workers take its answer.
+    assert listings == (1, 1)
+    result.stdout.fnmatch_lines([
+        "*model 'local-llama' at http://127.0.0.1:*: the only model its /v1/models lists*",
+        "*model 'judge-7b' at http://127.0.0.1:*",
+    ])
+
+
+@pytest.mark.inner_run
+@pytest.mark.parametrize(
+    "models, said",
+    [
+        (["a", "b\x1b[31m"], "lists 2 models ('a', 'b\\x1b[31m'); name the model with --ctxbench-model=MODEL."),
+        ([], "lists no model; name the model with --ctxbench-model=MODEL."),
+    ],
+)
+def test_an_endpoint_with_several_models_or_none_needs_the_option(
+    pytester: pytest.Pytester, models: list[str], said: str
+) -> None:
+    pytester.makefile(".jsonl", qa='{"id": 1, "question": "q?", "answer": "OK"}\n')
+    with FakeLLM(models=models) as llm:
+        result = pytester.runpytest_subprocess("--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={llm.base_url}")
+        sent = len(llm.requests)
+    assert result.ret == 4 and sent == 0
+    result.stderr.fnmatch_lines([f"ERROR: --ctxbench-proxy http://127.0.0.1:*: no --ctxbench-model was given, and the endpoint {said}"])
+    assert "\x1b" not in result.stderr.str()
+
+
+def test_endpoint_model_reads_openai_and_ollama_lists_and_refuses_the_rest() -> None:
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    import threading
+
+    from pytest_context_bench.errors import ConfigError
+    from pytest_context_bench.systems.models import endpoint_model
+
+    answers = {
+        "/a/v1/models": (200, b'{"object": "list", "data": [{"id": "gpt-4o-mini"}]}'),
+        "/b/v1/models": (200, b'{"models": [{"name": "llama3:8b"}]}'),
+        "/c/v1/models": (200, b"<html>not json</html>"),
+        "/d/v1/models": (404, b'{"error": "no"}'),
+        "/e/v1/models": (200, b'{"data": [{"id": "x"}, {"id": "x"}]}'),  # one model, twice
+    }
+
+    class H(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            return
+
+        def do_GET(self) -> None:
+            status, body = answers.get(self.path, (404, b"{}"))
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        ask = lambda path: endpoint_model(base + path, flag="--m", url_flag="--u")  # noqa: E731
+        assert ask("/a") == "gpt-4o-mini"
+        assert ask("/b/v1") == "llama3:8b"
+        assert ask("/e") == "x"
+        with pytest.raises(ConfigError, match=r"did not answer OpenAI's list of models; name the model with --m=MODEL"):
+            ask("/c")
+        with pytest.raises(ConfigError, match=r"GET .*/d/v1/models answered 404"):
+            ask("/d")
+    finally:
+        server.shutdown()
+        server.server_close()

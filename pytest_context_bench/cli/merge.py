@@ -41,6 +41,7 @@ _GATES: dict[str, tuple[str, float, float, bool]] = {
     "max_error_rate": ("--ctxbench-max-error-rate", 0.0, 1.0, False),
     "max_cost_usd": ("--ctxbench-max-cost-usd", 0.0, math.inf, False),
     "max_cost_of_pass_usd": ("--ctxbench-max-cost-of-pass-usd", 0.0, math.inf, False),
+    "max_llm_tokens_per_pass": ("--ctxbench-max-llm-tokens-per-pass", 0.0, math.inf, False),
 }
 
 

@@ -14,7 +14,7 @@ from .latency import Latency
 from .per_qa_type import PerQATypeMetric
 from .scores import ErrorRate, MeanScore, PassRate, PerDatasetBreakdown, row_score
 from .summary import default_metrics, summarize
-from .token_stats import CompressionRatio, CostOfPass, MoneyCost, ParetoRank
+from .token_stats import CompressionRatio, CostOfPass, LLMTokens, MoneyCost, ParetoRank
 
 __all__ = [
     "AssertionBreakdown",
@@ -23,6 +23,7 @@ __all__ = [
     "ErrorRate",
     "Latency",
     "MeanScore",
+    "LLMTokens",
     "MoneyCost",
     "ParetoRank",
     "PassRate",

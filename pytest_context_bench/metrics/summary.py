@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError
 from .latency import Latency
 from .scores import ErrorRate, MeanScore, PassRate, PerDatasetBreakdown
-from .token_stats import CompressionRatio, CostOfPass, MoneyCost, ParetoRank
+from .token_stats import CompressionRatio, CostOfPass, LLMTokens, MoneyCost, ParetoRank
 
 if TYPE_CHECKING:
     from ..results import EvalRow
@@ -123,7 +123,8 @@ def default_metrics(
     :param n_datasets: the number of datasets; above 1 adds
         :class:`PerDatasetBreakdown`.
     :param n_systems: the number of systems; above 1 adds :class:`ParetoRank`.
-    :param money: add :class:`MoneyCost` (when rows carry measured LLM usage).
+    :param money: add :class:`MoneyCost` and :class:`LLMTokens` (when rows carry
+        measured LLM usage).
     :return: MeanScore, PassRate, CompressionRatio, CostOfPass, Latency, ErrorRate,
         then PerDatasetBreakdown and ParetoRank when they apply.
     """
@@ -137,6 +138,7 @@ def default_metrics(
     ]
     if money:
         metrics.append(MoneyCost(threshold=threshold, score_field=score_field))
+        metrics.append(LLMTokens(threshold=threshold, score_field=score_field))
     if n_datasets > 1:
         metrics.append(PerDatasetBreakdown(score_field=score_field))
     if n_systems > 1:

@@ -13,7 +13,7 @@ from .stats import mean
 if TYPE_CHECKING:
     from ..results import EvalRow
 
-__all__ = ["CompressionRatio", "CostOfPass", "MoneyCost", "ParetoRank"]
+__all__ = ["CompressionRatio", "CostOfPass", "LLMTokens", "MoneyCost", "ParetoRank"]
 
 
 @dataclass
@@ -88,6 +88,7 @@ class MoneyCost:
     A row whose calls used a model without a price makes the sums ``nan`` (unknown,
     which breaches a gate on them); a suite with no priced call gives ``nan``. Cache
     hits cost what the call would have: a replayed run reports what it would cost.
+    ``judge_cost_usd`` is left out when no evaluator made a call.
 
     :param threshold: the inclusive pass mark, as :class:`~.scores.PassRate`.
     :param score_field: as in :class:`~.scores.MeanScore`.
@@ -122,9 +123,9 @@ class MoneyCost:
                     sums[key] = math.nan  # a call without a price: unknown
                     seen[key] = True
         out = {k: (v if seen[k] else math.nan) for k, v in sums.items()}
-        if not seen["judge_cost_usd"]:
-            out["judge_cost_usd"] = 0.0  # no judge call: nothing spent
         judge = out["judge_cost_usd"] if seen["judge_cost_usd"] else 0.0
+        if not seen["judge_cost_usd"]:
+            del out["judge_cost_usd"]  # no judge call: no judge column
         out["total_cost_usd"] = (
             out["cost_usd"] + judge if seen["cost_usd"] or seen["judge_cost_usd"] else math.nan
         )
@@ -136,6 +137,56 @@ class MoneyCost:
             cost if math.isnan(cost) else cost / passing if passing else math.inf
         )
         return out
+
+
+def _usage_tokens(row: EvalRow, key: str) -> float:
+    """One of a row's measured System usage counts; 0 for a row that made no call."""
+    usage = row.metadata.get("llm_usage")
+    if not isinstance(usage, Mapping):
+        return 0.0
+    value = usage.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    return float(value) if math.isfinite(value) and value >= 0 else 0.0
+
+
+@dataclass
+class LLMTokens:
+    """The LLM's own tokens, as its replies reported them (the usage the HTTP
+    transport measured, cache hits included), not the text counts of
+    :class:`CompressionRatio` and :class:`CostOfPass`.
+
+    Returns ``llm_prompt_tokens`` and ``llm_completion_tokens`` (the System's calls,
+    mean per example; a row that made no call counts 0, an errored row what it
+    spent) and ``llm_tokens_per_pass`` (prompt plus completion tokens over every
+    row, per passing example; ``inf`` when none passes). The evaluators' calls (LLM
+    judges) are not counted: they are the benchmark's cost, not the System's. No
+    row with measured usage gives no key (a gate on them sees ``nan`` and fails).
+
+    :param threshold: the inclusive pass mark, as :class:`~.scores.PassRate`.
+    :param score_field: as in :class:`~.scores.MeanScore`.
+    """
+
+    threshold: float = 0.7
+    score_field: str | None = None
+    name = "llm_tokens"
+
+    def __post_init__(self) -> None:
+        _check_threshold(self.threshold)
+        _check_field(self.score_field)
+
+    def compute(self, rows: list[EvalRow]) -> dict[str, float]:
+        """:param rows: the rows of one system."""
+        if not any("llm_usage" in r.metadata for r in rows):
+            return {}  # nothing measured: no column, and a gate on it sees nan
+        prompt = math.fsum(_usage_tokens(r, "prompt_tokens") for r in rows)
+        completion = math.fsum(_usage_tokens(r, "completion_tokens") for r in rows)
+        passing = sum(1 for r in rows if _passes(r, self.threshold, self.score_field))
+        return {
+            "llm_prompt_tokens": prompt / len(rows),
+            "llm_completion_tokens": completion / len(rows),
+            "llm_tokens_per_pass": (prompt + completion) / passing if passing else math.inf,
+        }
 
 
 def _point(

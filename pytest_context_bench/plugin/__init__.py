@@ -106,6 +106,8 @@ class State:
     #: _setup_calls ran (at configure when the options ask for calls, else once
     #: marked tests are collected)
     calls_set_up: bool = False
+    #: endpoint URL → the model its /v1/models listed, when no model was named
+    models_found: dict[str, str] = field(default_factory=dict)
 
     @property
     def cache(self) -> DatasetCache:
@@ -270,11 +272,14 @@ def pytest_configure(config: pytest.Config) -> None:
         _activate_llm(config, state)
     try:
         systems = [load_system(path) for path in settings.systems]
+        models = _resolve_models(config, state)
         if settings.proxies:
             from ..systems import OpenAIProxy
 
             systems += [
-                OpenAIProxy(url, model=settings.model, name=name, **settings.proxy_options)
+                OpenAIProxy(
+                    url, model=settings.model or models[url], name=name, **settings.proxy_options
+                )
                 for url, name in settings.proxies
             ]
         if systems:
@@ -523,6 +528,54 @@ def pytest_configure_node(node: Any) -> None:
     state = node.config.stash.get(STATE_KEY, None)
     if state is not None and state.llm_cache is not None and state.llm_cache.broken:
         node.workerinput[llmcache.BROKEN_KEY] = state.llm_cache.broken
+    # The models the controller's endpoints listed: the workers ask nobody again.
+    if state is not None and state.models_found:
+        node.workerinput[_MODELS_KEY] = dict(state.models_found)
+
+
+#: workerinput key: endpoint URL → the model its /v1/models listed (no model named)
+_MODELS_KEY = "ctxbench_models_found"
+
+
+def _resolve_models(config: pytest.Config, state: State) -> dict[str, str]:
+    """endpoint URL → model, for each proxy (and the judge) given no model: the one
+    model its ``GET /v1/models`` lists (docs/llm.md, "Which model"). A worker takes
+    the controller's answers. No answer, or not exactly one model, is a usage error
+    naming the option to give."""
+    from ..errors import ConfigError
+    from ..systems.models import endpoint_model
+    from .options import JUDGE_MODEL, JUDGE_URL, MODEL, PROXY
+
+    settings = state.settings
+    asks: list[tuple[str, Any, Any]] = []
+    if settings.model is None:
+        asks += [(url, MODEL, PROXY) for url, _ in settings.proxies]
+    judge = settings.evaluator_options.get("judge")
+    if judge is not None and judge.get("model") is None:
+        asks.append((judge["base_url"], JUDGE_MODEL, JUDGE_URL))
+    given = getattr(config, "workerinput", {}).get(_MODELS_KEY) or {}
+    found: dict[str, str] = {}
+    for url, flag, url_flag in asks:
+        if url in found:
+            continue
+        if url in given:
+            found[url] = str(given[url])
+            continue
+        timeout = min(float(settings.proxy_options.get("timeout", 10.0)), 10.0)
+        try:
+            found[url] = endpoint_model(
+                url,
+                flag=flag.flag,
+                url_flag=url_flag.flag,
+                api_key=os.environ.get("OPENAI_API_KEY") or None,
+                timeout=timeout,
+            )
+        except ConfigError as exc:
+            raise pytest.UsageError(_one_line(exc)) from None
+    if judge is not None and judge.get("model") is None:
+        judge["model"] = found[judge["base_url"]]
+    state.models_found = found
+    return found
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -544,6 +597,16 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ds = ", ".join(f"{d.tag} ({size(d)})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
     lines = [inert(f"ctxbench {__version__}: datasets {ds}; systems {systems}")]
+    from ..llm import display_url
+
+    for url, model in state.models_found.items():
+        lines.append(
+            inert(
+                f"ctxbench: model {model!r} at {display_url(url)}: the only model"
+                " its /v1/models lists (name another with --ctxbench-model or"
+                " --ctxbench-judge-model)"
+            )
+        )
     # A promptfoo config: what of it is not run here, said once (docs/assertions.md).
     lines.extend(inert(line) for line in not_run_lines(state.cli_spec.datasets))
     # None unless a dataset runs code. Under xdist the workers run the examples,

@@ -184,7 +184,11 @@ PROXY_NAME = _opt(
     "proxy-name", "list", "Name of each --ctxbench-proxy, in the same order", "NAME"
 )
 MODEL = _opt(
-    "model", "str", "Model sent to every --ctxbench-proxy. Default: gpt-3.5-turbo", "MODEL"
+    "model",
+    "str",
+    "Model sent to every --ctxbench-proxy. Default: the endpoint's only model (GET"
+    " /v1/models); an endpoint listing several needs this option",
+    "MODEL",
 )
 JUDGE_URL = _opt(
     "judge-url",
@@ -193,7 +197,12 @@ JUDGE_URL = _opt(
     " memory datasets) to every dataset",
     "URL",
 )
-JUDGE_MODEL = _opt("judge-model", "str", "Model of the judge. Default: gpt-4", "MODEL")
+JUDGE_MODEL = _opt(
+    "judge-model",
+    "str",
+    "Model of the judge. Default: the judge endpoint's only model (GET /v1/models)",
+    "MODEL",
+)
 PROXY_TIMEOUT = _opt(
     "proxy-timeout",
     "float",
@@ -396,6 +405,14 @@ MAX_COST_OF_PASS_USD = _opt(
     " priced with --ctxbench-price) is above X US dollars",
     "X",
 )
+MAX_LLM_TOKENS_PER_PASS = _opt(
+    "max-llm-tokens-per-pass",
+    "float",
+    "Gate: fail the run when a suite's LLM tokens per passing example (prompt plus"
+    " completion tokens of the System's calls, as the LLM's replies reported them) is"
+    " above N",
+    "N",
+)
 CONCURRENCY = _opt(
     "concurrency",
     "int",
@@ -491,6 +508,7 @@ OPTIONS: tuple[Option, ...] = (
     PRICE,
     MAX_COST_USD,
     MAX_COST_OF_PASS_USD,
+    MAX_LLM_TOKENS_PER_PASS,
     CONCURRENCY,
     RATE_LIMIT,
     CALL_TIMEOUT,
@@ -518,6 +536,7 @@ GATE_OPTIONS = {
     "max_error_rate": MAX_ERROR_RATE,
     "max_cost_usd": MAX_COST_USD,
     "max_cost_of_pass_usd": MAX_COST_OF_PASS_USD,
+    "max_llm_tokens_per_pass": MAX_LLM_TOKENS_PER_PASS,
 }
 
 
@@ -603,6 +622,7 @@ _RANGES: dict[str, dict[str, Any]] = {
     "max_error_rate": {"lo": 0.0, "hi": 1.0},
     "max_cost_usd": {"lo": 0.0},
     "max_cost_of_pass_usd": {"lo": 0.0},
+    "max_llm_tokens_per_pass": {"lo": 0.0},
 }
 
 
@@ -638,7 +658,8 @@ class Settings:
     baseline: Path | None = None
     max_drops: dict[str, Any] = field(default_factory=dict)
     confidence: float = 0.95
-    model: str = "gpt-3.5-turbo"
+    #: --ctxbench-model; ``None``: each proxy's endpoint is asked for its only model
+    model: str | None = None
     #: OpenAIProxy keyword arguments from the proxy-* options (timeout, max_retries)
     proxy_options: dict[str, Any] = field(default_factory=dict)
     #: evaluator name -> constructor keyword arguments (from the code-* options)
@@ -905,7 +926,8 @@ class Settings:
         if judge_url:
             evaluator_options["judge"] = {
                 "base_url": str(judge_url).strip(),
-                "model": str(judge_model or "gpt-4").strip(),
+                # None: the endpoint's only model (plugin/__init__.py, _resolve_models)
+                "model": str(judge_model).strip() if judge_model else None,
                 **judge_client,
             }
         raw, from_cli = get(CODE_TIMEOUT)
@@ -993,7 +1015,7 @@ class Settings:
             baseline=baseline,
             max_drops=max_drops,
             confidence=confidence,
-            model=str(model_raw or "gpt-3.5-turbo").strip(),
+            model=str(model_raw).strip() if model_raw else None,
             proxy_options=proxy_options,
             text_fields=text_fields,
             sample=sample,

@@ -812,6 +812,17 @@ class _InertWriter:
         self._tr.write_sep(sep, inert(title) if title else title, **markup)
 
 
+class GateReport(pytest.TestReport):
+    """A gate's report. A passed gate is listed in the ``gates:`` section and kept
+    out of the closing line's counts, so that line counts the collected items
+    (``[104 items]`` ... ``78 passed, 26 below threshold``); a breached gate (or
+    one not enforced) is counted there, as the ``1 failed`` that fails the run."""
+
+    @property
+    def count_towards_summary(self) -> bool:  # type: ignore[override]
+        return not self.passed
+
+
 def log_verdicts(
     config: pytest.Config,
     verdicts: list[Verdict],
@@ -860,7 +871,7 @@ def log_verdicts(
                         0,
                         f"Skipped: not enforced ({why_not}): {message}",
                     )
-            report = pytest.TestReport(
+            report = GateReport(
                 nodeid=nodeid,
                 location=location,
                 keywords={"ctxbench": 1},

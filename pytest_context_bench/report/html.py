@@ -21,7 +21,7 @@ to its suite's failing examples); the summary table (``cost $`` and ``$ per pass
 when prices were given); with a comparison, the metrics with a verdict column and
 the flipped examples with both responses side by side (``ctxbench compare``: both
 runs' call records too, and the page opens with the comparison's verdict); a Pareto
-plot of quality (mean score) against cost (tokens per pass) per suite; mean score
+plot of quality (mean score) against cost (text tokens per pass) per suite; mean score
 per dataset; the latency distribution per suite; then the per-example table (id,
 suite, status, score, response next to reference, evaluator details, error), where
 each row expands to its evaluators' details (reason first) and its LLM call records
@@ -36,11 +36,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from ..results import json_safe
-from .terminal import COLUMNS
+from ..results import from_json_safe, json_safe
+from .llm_section import report_llm_lines
+from .terminal import COLUMNS, fmt_value, summary_legend
 
 __all__ = ["PAGE_SIZE", "baseline_diff", "embed_json", "render_html"]
 
@@ -59,6 +61,48 @@ def embed_json(value: Any) -> str:
         .replace("\u2028", "\\u2028")
         .replace("\u2029", "\\u2029")
     )
+
+
+def _floats(summary: Any) -> dict[str, dict[str, Any]]:
+    """A report's summary with its numbers as floats (``"inf"`` as inf)."""
+    out: dict[str, dict[str, Any]] = {}
+    if not isinstance(summary, Mapping):
+        return out
+    for label, metrics in summary.items():
+        if not isinstance(metrics, Mapping):
+            continue
+        row: dict[str, Any] = {}
+        for key, value in metrics.items():
+            try:
+                row[str(key)] = from_json_safe(value)
+            except (TypeError, ValueError):
+                continue
+        out[str(label)] = row
+    return out
+
+
+def _summary_cells(doc: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
+    """label -> key -> [value text, interval text or ""], as the terminal prints them."""
+    summary = _floats(doc.get("summary"))
+    intervals = doc.get("intervals") if isinstance(doc.get("intervals"), Mapping) else {}
+    out: dict[str, dict[str, list[str]]] = {}
+    for label, metrics in summary.items():
+        ci_of = intervals.get(label) if isinstance(intervals.get(label), Mapping) else {}
+        row: dict[str, list[str]] = {}
+        for key, _, kind in COLUMNS:
+            if key not in metrics:
+                continue
+            ci = ci_of.get(key)
+            ci_text = ""
+            try:
+                lo, hi = (from_json_safe(x) for x in ci)  # type: ignore[union-attr]
+                if math.isfinite(lo) and math.isfinite(hi):
+                    ci_text = f"[{lo:.2f}, {hi:.2f}]"
+            except (TypeError, ValueError):
+                pass
+            row[key] = [fmt_value(metrics[key], kind), ci_text]
+        out[label] = row
+    return out
 
 
 def render_html(
@@ -91,6 +135,11 @@ def render_html(
                 "diff": diff,
                 "page_size": PAGE_SIZE,
                 "columns": [list(c) for c in COLUMNS],
+                # Formatted here, as the terminal and the Markdown format them
+                # (JavaScript's toFixed rounds ties the other way: 25.25 -> 25.3).
+                "cells": _summary_cells(doc),
+                "legend": summary_legend(_floats(doc.get("summary"))),
+                "llm_lines": report_llm_lines(doc),
             }
         )
     )
@@ -120,6 +169,7 @@ def render_html(
         '<section id="gates"><h2>Gates</h2><div id="verdict"></div><div id="gate-table" class="scroll"></div></section>\n'
         '<section id="summary"><h2>Summary</h2><div id="summary-table" class="scroll"></div>'
         '<p class="note" id="legend"></p></section>\n'
+        '<section id="llm" hidden><h2>LLM calls</h2><ul id="llm-lines"></ul></section>\n'
         '<section id="comparison" hidden><h2>Compared with another run</h2>'
         '<div id="diff-table" class="scroll"></div><div id="flipped" class="scroll"></div></section>\n'
         '<section id="plots"><div class="plot"><h2>Quality against cost</h2><div id="pareto"></div></div>'
@@ -220,6 +270,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 #summary-grid th,#summary-grid td{padding:4px 6px}
 #summary-grid td:first-child{overflow-wrap:break-word}
 .ci{color:var(--mut);font-size:12px}
+#llm li{overflow-wrap:anywhere;margin:.2em 0}
 .ok{color:var(--ok);font-weight:600}.bad{color:var(--bad);font-weight:600}.warn{color:var(--warn);font-weight:600}
 .banner{padding:8px 12px;border-radius:6px;margin-bottom:8px;font-weight:600}
 #compare-verdict{margin-top:16px;font-size:16px}
@@ -512,19 +563,22 @@ _SCRIPT = r"""
   // ---- summary table
   // The terminal's and the Markdown's columns (cost $ and $ per pass when priced).
   const COLUMNS = DATA.columns || [];
+  const CELLS = DATA.cells || {};
   const summary = doc.summary || {};
   const labels = Object.keys(summary);
   const present = COLUMNS.filter(function (c) { return labels.some(function (l) { return c[0] in summary[l]; }); });
   const intervals = doc.intervals || {};
   const summaryRows = labels.map(function (label) {
     return [breakable(label)].concat(present.map(function (c) {
-      const text = fmt(summary[label][c[0]], c[2]);
-      const ci = (intervals[label] || {})[c[0]];
-      if (!(ci && Number.isFinite(num(ci[0])) && Number.isFinite(num(ci[1])))) return text;
+      // The texts the terminal prints, formatted by the report's writer.
+      const given = (CELLS[label] || {})[c[0]];
+      const text = given ? given[0] : fmt(summary[label][c[0]], c[2]);
+      const ci = given ? given[1] : "";
+      if (!ci) return text;
       // The interval under the value, so that the table fits a laptop's width.
       const cell = el("span", "", text);
       cell.appendChild(el("br"));
-      cell.appendChild(el("span", "ci", "[" + num(ci[0]).toFixed(2) + ", " + num(ci[1]).toFixed(2) + "]"));
+      cell.appendChild(el("span", "ci", ci));
       return cell;
     }));
   });
@@ -535,14 +589,21 @@ _SCRIPT = r"""
   st.querySelectorAll("tbody tr").forEach(function (tr, i) { tr.setAttribute("data-suite", labels[i]); });
   document.getElementById("summary-table").appendChild(st);
   document.getElementById("legend").textContent =
-    "pass = the primary score \u2265 the suite's threshold; tokens per pass = output tokens per passing example"
-    + " (cost of pass); input/output tokens are means per example; intervals are 95% intervals of the mean (Wilson for rates and scores in [0, 1], Student's t otherwise)."
-    + (present.some(function (c) { return c[2] === "usd"; })
-      ? " cost $ = US dollars of the System's LLM calls (--ctxbench-price); $ per pass = cost $ per passing example;"
-        + " judge $ = the evaluators' calls." : "")
-    + (labels.some(function (l) { return "assert_examples" in summary[l]; })
-      ? " An example with assertions passes when they all pass (or their weighted score reaches its own"
-        + " threshold); its primary score is assert_score." : "");
+    ["pass = the primary score \u2265 the suite's threshold; intervals are 95% intervals of the mean"
+     + " (Wilson for rates and scores in [0, 1], Student's t otherwise)"].concat(DATA.legend || []).join(". ") + ".";
+
+  // ---- the run's LLM section (the terminal's lines)
+  (function () {
+    const given = DATA.llm_lines || [];
+    if (!given.length) return;
+    const list = document.getElementById("llm-lines");
+    given.forEach(function (pair) {
+      const li = el("li", pair[1] || "");
+      textNode(li, pair[0]);
+      list.appendChild(li);
+    });
+    document.getElementById("llm").hidden = false;
+  })();
 
   // ---- Pareto plot: mean score (up) against tokens per pass (left is cheaper)
   (function () {
@@ -556,7 +617,7 @@ _SCRIPT = r"""
     let cmax = finite.length ? Math.max.apply(null, finite) : 1;
     if (cmax <= 0) cmax = 1;
     const xmax = cmax * 1.15;
-    const s = svg("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "aria-label": "mean score against tokens per pass"});
+    const s = svg("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "aria-label": "mean score against text tokens per pass"});
     const x = function (c) { return L + (Number.isFinite(c) ? Math.max(c, 0) / xmax : 1) * (W - L - R); };
     const y = function (q) { return T + (1 - Math.min(Math.max(q, 0), 1)) * (H - T - B); };
     s.appendChild(svg("line", {x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: "#8c959f"}));
@@ -568,7 +629,7 @@ _SCRIPT = r"""
     [0, 0.5, 1].forEach(function (f) {
       s.appendChild(svg("text", {x: L + f * (W - L - R) / 1.15, y: H - B + 14, "text-anchor": "middle", fill: "#57606a"}, fmt(f * cmax, "tokens")));
     });
-    s.appendChild(svg("text", {x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", fill: "#1f2328"}, "tokens per pass (cost) \u2192"));
+    s.appendChild(svg("text", {x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", fill: "#1f2328"}, "text tokens per pass (cost of pass) \u2192"));
     s.appendChild(svg("text", {x: 12, y: (T + H - B) / 2, transform: "rotate(-90 12 " + (T + H - B) / 2 + ")", "text-anchor": "middle", fill: "#1f2328"}, "mean score (quality) \u2192"));
     const front = pts.filter(function (p) { return p.rank === 1; }).sort(function (a, b) { return a.c - b.c; });
     if (front.length > 1) {
@@ -593,7 +654,7 @@ _SCRIPT = r"""
       const short = p.label.length > 28 ? p.label.slice(0, 27) + "\u2026" : p.label;
       g.appendChild(svg("text", {x: x(p.c) + (right ? -8 : 8), y: p.ly, "text-anchor": right ? "end" : "start", fill: "#1f2328"},
         short + (Number.isFinite(p.c) ? "" : " (nothing passed: cost inf)")));
-      g.appendChild(svg("title", {}, p.label + ": mean score " + fmt(p.q) + ", tokens per pass " + fmt(p.c, "tokens")));
+      g.appendChild(svg("title", {}, p.label + ": mean score " + fmt(p.q) + ", text tokens per pass " + fmt(p.c, "tokens")));
       s.appendChild(g);
     });
     box.appendChild(s);

@@ -23,7 +23,8 @@ from typing import Any
 
 from .._text import inert
 from .rows import below_text
-from .terminal import COLUMNS, fmt_value
+from .llm_section import report_llm_lines
+from .terminal import COLUMNS, fmt_value, summary_legend
 
 __all__ = [
     "FLIPPED_SHOWN",
@@ -41,7 +42,7 @@ MAX_CHARS = 60_000
 _CELL = 120
 _REASON = 600  # characters of a worst example's reason (with its details)
 
-_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+_SPECIAL = re.compile(r"([\\`*_\[\]|~$])")
 # An @ that GitHub could read as a mention of a user or a team (@name, @org/team).
 _MENTION = re.compile(r"(?<!\w)@(?=[A-Za-z0-9])")
 
@@ -232,6 +233,10 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
         out.append("")
         out += _table(headers, rows)
         out.append("")
+        legend = summary_legend(summary)
+        if legend:
+            out.append("<sub>" + "<br>".join(md_escape(t, None) for t in legend) + "</sub>")
+            out.append("")
         for prefix, title in (
             ("metric:", "Named metrics (mean per example)"),
             ("assert_type:", "Assertions passed, by type"),
@@ -247,6 +252,14 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
                  for label, m in summary.items() if any(k in m for k in keys)],
             )
             out.append("")
+
+    llm = report_llm_lines(doc)
+    if llm:
+        out.append("### LLM calls")
+        out.append("")
+        mark = {"bad": "❌ ", "warn": "⚠️ ", "": ""}
+        out += [f"- {mark[level]}{md_escape(text, 600)}" for text, level in llm]
+        out.append("")
 
     if comparison:
         out.append(

@@ -201,7 +201,7 @@ def build_run_report(
     return RunReport(summary, suites, gates, ordered, sorted(set(lost)), intervals, repeats)
 
 
-_MONEY_GATES = ("max_cost_usd", "max_cost_of_pass_usd")
+_MONEY_GATES = ("max_cost_usd", "max_cost_of_pass_usd", "max_llm_tokens_per_pass")
 
 
 def _money(rows: list[EvalRow], info: SuiteInfo) -> bool:

@@ -7,6 +7,7 @@ markup for pytest's TerminalWriter); a script can print the texts.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from tabulate import tabulate
@@ -23,6 +24,8 @@ __all__ = [
     "example_reason",
     "details_lines",
     "wrap_line",
+    "summary_legend",
+    "suite_aliases",
     "COLUMNS",
 ]
 
@@ -33,9 +36,12 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("pass_rate", "pass rate", "score"),
     ("error_rate", "error rate", "score"),
     ("compression_ratio", "compression", "score"),
-    ("mean_input_tokens", "input tokens", "tokens"),
-    ("mean_output_tokens", "output tokens", "tokens"),
-    ("cost_of_pass", "tokens per pass", "tokens"),
+    ("mean_input_tokens", "text in", "tokens"),
+    ("mean_output_tokens", "text out", "tokens"),
+    ("cost_of_pass", "text per pass", "tokens"),
+    ("llm_prompt_tokens", "LLM prompt", "tokens"),
+    ("llm_completion_tokens", "LLM completion", "tokens"),
+    ("llm_tokens_per_pass", "LLM per pass", "tokens"),
     ("cost_usd", "cost $", "usd"),
     ("cost_of_pass_usd", "$ per pass", "usd"),
     ("judge_cost_usd", "judge $", "usd"),
@@ -109,7 +115,7 @@ def fit_table(headers: list[str], rows: list[list[str]], width: int | None) -> l
     """A table that fits ``width`` columns: whole when it fits, else split into
     blocks of columns (each repeating the first column), else stacked (one block of
     ``header: value`` lines per row) when even one column beside the first does not
-    fit or the split needs more than four blocks.
+    fit, or the split needs more than four blocks of fewer than three columns each.
     """
     # Escaped before the columns are measured: a suite named with a control
     # character (shown as ``\x1b``) is wider than its raw text.
@@ -135,7 +141,7 @@ def fit_table(headers: list[str], rows: list[list[str]], width: int | None) -> l
         if _wide(current_lines) > width:
             return _stacked(headers, rows, width)
     blocks.append(current_lines)
-    if len(blocks) > _MAX_BLOCKS:
+    if len(blocks) > _MAX_BLOCKS and (len(headers) - 1) / len(blocks) < 3:
         # Very narrow: blocks of one or two columns read worse than a list.
         return _stacked(headers, rows, width)
     out: list[str] = []
@@ -237,6 +243,80 @@ def example_lines(report: RunReport, *, width: int | None = None, verbose: int =
     return lines
 
 
+def summary_legend(summary: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What the summary table's columns mean, as sentences: the same in the
+    terminal, the Markdown summary and the HTML report. Only the columns present
+    are explained."""
+    keys = {k for m in summary.values() for k in m}
+    out: list[str] = []
+    if "mean_input_tokens" in keys or "cost_of_pass" in keys:
+        out.append(
+            "text in/out = tokens of the example's input text and of the System's"
+            " output text (tiktoken counts, mean per example; not the LLM's usage);"
+            " text per pass = output text tokens per passing example (cost of pass)"
+        )
+    if "llm_prompt_tokens" in keys:
+        out.append(
+            "LLM prompt/completion = tokens of the System's LLM calls as the replies"
+            " reported them (cache hits included; judges not), mean per example;"
+            " LLM per pass = both per passing example"
+        )
+    if "cost_usd" in keys:
+        judge = "; judge $ = the evaluators' calls" if "judge_cost_usd" in keys else ""
+        out.append(
+            "cost $ = US dollars of the System's LLM calls (--ctxbench-price; cache"
+            f" hits priced as calls); $ per pass = cost $ per passing example{judge}"
+        )
+        if any(_nan(m.get("cost_usd")) or _nan(m.get("judge_cost_usd")) for m in summary.values()):
+            out.append(
+                "n/a money = a call's model has no price: give"
+                " --ctxbench-price=MODEL=IN/OUT (US dollars per million tokens) or"
+                " --ctxbench-price=auto"
+            )
+    if any("assert_examples" in m for m in summary.values()):
+        out.append(
+            "an example with assertions passes when they all pass (or their weighted"
+            " score reaches its own threshold); its primary score is assert_score"
+        )
+    return out
+
+
+def _nan(value: Any) -> bool:
+    if isinstance(value, str):
+        return value == "nan"
+    return isinstance(value, float) and math.isnan(value)
+
+
+#: A suite name longer than this is shown by an alias when the table would not
+#: fit the terminal whole.
+_ALIAS_AFTER = 20
+
+
+def suite_aliases(labels: list[str], width: int | None) -> dict[str, str]:
+    """Short names for the suites whose names are too long for a table at
+    ``width`` columns (a test's node id): the part after the last ``::`` (a proxy's
+    name without ``openai_proxy_``), cut to :data:`_ALIAS_AFTER` characters,
+    numbered when two would be the same. Empty when no width is given or every name
+    is short."""
+    if width is None or all(len(label) <= _ALIAS_AFTER for label in labels):
+        return {}
+    taken = {label for label in labels if len(label) <= _ALIAS_AFTER}
+    out: dict[str, str] = {}
+    for label in labels:
+        if len(label) <= _ALIAS_AFTER:
+            continue
+        tail = label.rsplit("::", 1)[-1] or label
+        tail = tail.removeprefix("openai_proxy_") or tail
+        short = tail if len(tail) <= _ALIAS_AFTER else tail[: _ALIAS_AFTER - 1] + "…"
+        alias, n = short, 2
+        while alias in taken:
+            alias = f"{short[: _ALIAS_AFTER - 3]}~{n}"
+            n += 1
+        taken.add(alias)
+        out[label] = alias
+    return out
+
+
 def fmt_value(value: float | None, kind: str = "score") -> str:
     """Format a summary value for the table: ``inf`` stays ``inf``, nan is ``n/a``."""
     if value is None:
@@ -301,10 +381,25 @@ def render_lines(
             text += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
         return text
 
-    table = [[label] + [cell(label, key, kind) for key, _, kind in present] for label in labels]
     headers = ["suite"] + [
         f"{h} [95% CI]" if key in ("mean_score", "pass_rate") else h for key, h, _ in present
     ]
+    cells = {label: [cell(label, key, kind) for key, _, kind in present] for label in labels}
+    # Long suite names (test node ids) take a table's width from every column:
+    # the tables show them by a short name, explained above the first, when that
+    # makes the table shorter (fewer blocks, or blocks instead of a list).
+    aliases = suite_aliases(labels, width)
+    if aliases:
+        full = fit_table(headers, [[label, *cells[label]] for label in labels], width)
+        short = fit_table(headers, [[aliases.get(label, label), *cells[label]] for label in labels], width)
+        if len(short) + len(aliases) + 1 >= len(full):
+            aliases = {}
+    show = lambda label: aliases.get(label, label)  # noqa: E731
+    if aliases:
+        lines.append(("suites by short name:", {}))
+        for label, alias in aliases.items():
+            lines.extend((text, {}) for text in wrap_line(f"  {alias} = {label}", width))
+    table = [[show(label)] + cells[label] for label in labels]
     for text in fit_table(headers, table, width):
         lines.append((text, {}))
 
@@ -313,7 +408,7 @@ def render_lines(
         lines.append(("", {}))
         lines.append(("mean score per dataset:", {"bold": True}))
         ds_table = [
-            [label] + [fmt_value(report.summary[label].get(k)) if k in report.summary[label] else "" for k in ds_keys]
+            [show(label)] + [fmt_value(report.summary[label].get(k)) if k in report.summary[label] else "" for k in ds_keys]
             for label in labels
         ]
         ds_headers = ["suite"] + [k.split(":", 1)[1] for k in ds_keys]
@@ -327,7 +422,7 @@ def render_lines(
         lines.append(("", {}))
         lines.append((title, {"bold": True}))
         table = [
-            [label] + [fmt_value(report.summary[label].get(k)) if k in report.summary[label] else "" for k in keys]
+            [show(label)] + [fmt_value(report.summary[label].get(k)) if k in report.summary[label] else "" for k in keys]
             for label in labels
             if any(k in report.summary[label] for k in keys)  # suites with assertions
         ]
@@ -342,7 +437,7 @@ def render_lines(
         for label, rep in report.repeats.items():
             k = rep.get("k", 0)
             rep_table.append([
-                label, str(k), str(rep.get("examples", 0)),
+                show(label), str(k), str(rep.get("examples", 0)),
                 fmt_value(rep.get("pass_at_1")), fmt_value(rep.get("pass_at_k")),
                 fmt_value(rep.get("pass_hat_k")), str(len(rep.get("flaky", []))),
             ])
@@ -364,17 +459,7 @@ def render_lines(
         what = f"score field {field}" if field else "each dataset's primary score"
         scope = "" if len(rules) == 1 else f" ({', '.join(suites)})"
         lines.append((f"pass{scope} = {what} >= {threshold:g}", {}))
-    if any("assert_examples" in report.summary[s] for s in labels):
-        lines.append((
-            "an example with assertions passes when they all pass (or their weighted"
-            " score reaches its own threshold); its primary score is assert_score", {}))
-    lines.append(("tokens per pass = output tokens per passing example (cost of pass)", {}))
-    lines.append(("input/output tokens = mean per example", {}))
-    if any(c[0] == "cost_usd" for c in present):
-        lines.append((
-            "cost $ = US dollars of the System's LLM calls (--ctxbench-price; cache hits"
-            " priced as calls); $ per pass = cost $ per passing example; judge $ = the"
-            " evaluators' calls", {}))
+    lines.extend((text, {}) for text in summary_legend(report.summary))
     counts = report.status_counts
     if counts.get("below") or counts.get("error") or counts.get("unscored"):
         parts = [f"{counts[k]} {w}" for k, w in (("below", "below threshold"), ("error", "errored"), ("unscored", "not scored")) if counts.get(k)]

@@ -90,6 +90,16 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
+        "--model",
+        dest="models",
+        action="append",
+        metavar="MODEL",
+        help=(
+            "a model GET /v1/models lists (repeat for several; default: one, 'fake'):"
+            " a run given no --ctxbench-model sends the only one listed"
+        ),
+    )
+    parser.add_argument(
         "--reply-model",
         metavar="MODEL",
         help=(
@@ -149,6 +159,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
         latency=args.latency,
         log=log,
+        models=args.models or ("fake",),
     )
     try:
         server.start()

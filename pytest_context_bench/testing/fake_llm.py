@@ -164,6 +164,7 @@ Handler = Callable[[RecordedRequest], ReplyLike]
 _CHAT_PATHS = ("/chat/completions", "/v1/chat/completions")
 _EMBED_PATHS = ("/embeddings", "/v1/embeddings")
 _MESSAGES_PATHS = ("/messages", "/v1/messages")
+_MODELS_PATHS = ("/models", "/v1/models")
 
 
 def fake_embedding(text: str, dim: int = 64) -> list[float]:
@@ -208,6 +209,10 @@ class FakeLLM:
         (``\\x1b``).
     :param max_body: the largest request body read, in bytes (default
         :data:`MAX_BODY`, 64 MiB); a larger one is answered ``413`` unread.
+    :param models: the models ``GET /v1/models`` lists (OpenAI's list), default
+        ``("fake",)``: a run given no ``--ctxbench-model`` sends the only one.
+        That request takes no reply from the queue and is not in :attr:`requests`;
+        :attr:`model_listings` counts it.
 
     Use it as a context manager (or call :meth:`start` and :meth:`stop`).
     :attr:`base_url` is ``http://127.0.0.1:PORT`` and :attr:`url_v1` the same with
@@ -225,6 +230,7 @@ class FakeLLM:
         latency: float = 0.0,
         log: Callable[[str], Any] | None = None,
         max_body: int = MAX_BODY,
+        models: Iterable[str] = ("fake",),
     ) -> None:
         if not (isinstance(max_body, int) and max_body >= 0):
             raise ValueError(f"max_body must be a number of bytes >= 0, got {max_body!r}.")
@@ -243,6 +249,9 @@ class FakeLLM:
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0
         self._in_flight = 0
+        self.models = [str(m) for m in models]
+        #: GET /v1/models requests answered
+        self.model_listings = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -655,6 +664,9 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 )
                 self._refuse(path, 400, f"the request body is {why}", close=False)
                 return
+            if self.command == "GET" and path in _MODELS_PATHS:
+                self._list_models()
+                return
             request = RecordedRequest(
                 method=self.command,
                 path=path,
@@ -671,6 +683,26 @@ def _make_handler(owner: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 pass  # the client gave up (its timeout); nothing to do
             finally:
                 self._finish()
+
+        def _list_models(self) -> None:
+            with owner._lock:
+                owner.model_listings += 1
+            payload = json.dumps(
+                {
+                    "object": "list",
+                    "data": [
+                        {"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                        for m in owner.models
+                    ],
+                }
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            if owner._log is not None:
+                owner._log(f"GET /v1/models 200 ({len(owner.models)} model(s))")
 
         def _body(self, path: str) -> bytes | None:
             """The request body, or ``None`` once a bad one is answered: 411 for
