@@ -148,7 +148,9 @@ def error_record(exc: BaseException, where: str) -> dict[str, str]:
 
     # A row is written to reports and baselines: no credentials in its URLs, no API
     # key (whatever library quoted it).
-    message = redact(str(exc))
+    from .importing import sdk_hint
+
+    message = redact(str(exc)) + sdk_hint(exc)
     if len(message) > _MAX_MESSAGE:
         message = message[:_MAX_MESSAGE] + "…"
     kind = type(exc)

@@ -16,6 +16,19 @@ __all__ = [
 ]
 
 
+def sdk_hint(exc: BaseException) -> str:
+    """A sentence to add to an error an SDK raised at our ``http_client()``: the
+    anthropic SDK 2.x (and openai 3.x) build on ``httpx2``, a fork of httpx, and
+    refuse an ``httpx.Client``; ``""`` for any other error."""
+    text = str(exc)
+    if isinstance(exc, TypeError) and "http_client" in text and "httpx2" in text:
+        return (
+            " This SDK is built on httpx2: pass http_client(flavor=\"httpx2\") from"
+            " pytest_context_bench (docs/cache.md, 'SDKs built on httpx2')."
+        )
+    return ""
+
+
 def import_object(path: str, *, what: str = "object") -> Any:
     """Import ``package.module:attr.sub`` (``package.module.attr`` is accepted too).
 
@@ -42,7 +55,7 @@ def import_object(path: str, *, what: str = "object") -> Any:
     except Exception as exc:
         raise ConfigError(
             f"importing module {module_name!r} for {what} {path!r} raised"
-            f" {type(exc).__name__}: {exc}."
+            f" {type(exc).__name__}: {exc}.{sdk_hint(exc)}"
         ) from exc
     for part in attr_path.split("."):
         try:
@@ -74,7 +87,7 @@ def load_system(path: str) -> Any:
             obj = obj()
         except Exception as exc:
             raise SystemLoadError(
-                f"building system {path!r} raised {type(exc).__name__}: {exc}."
+                f"building system {path!r} raised {type(exc).__name__}: {exc}.{sdk_hint(exc)}"
             ) from exc
     if callable(getattr(obj, "query", None)) and not hasattr(obj, "process"):
         check_memory_system(obj, origin=path)  # a MemorySystem, for memory datasets
@@ -98,7 +111,7 @@ def load_evaluator(path: str) -> Any:
             obj = obj()
         except Exception as exc:
             raise ConfigError(
-                f"building evaluator {path!r} raised {type(exc).__name__}: {exc}."
+                f"building evaluator {path!r} raised {type(exc).__name__}: {exc}.{sdk_hint(exc)}"
             ) from exc
     name = getattr(obj, "name", None)
     if not isinstance(name, str) or not name or not callable(getattr(obj, "score", None)):

@@ -1159,3 +1159,73 @@ def test_endpoint_budget_grows_halves_once_a_round_and_honours_retry_after() -> 
     for _ in range(100):
         small.release(small.acquire(), 200)
     assert small.limit == 3
+
+
+# --- issue 39: another process's load is not the System blocking the loop ---------------
+
+
+def _cpu_step(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def test_a_step_stretched_by_another_process_is_not_blocking_but_a_sleep_is() -> None:
+    """A step of 0.15 s of the System's own CPU, on a CPU a busy process shares, takes
+    longer than the 0.25 s threshold in wall time: the time it waited for the CPU is
+    not its own, so nothing is named. A step that sleeps 0.4 s is named, loaded or not.
+    Both run with the calling process and the hog pinned to one CPU."""
+    import os
+    import subprocess
+    import sys
+
+    from pytest_context_bench.concurrency import BLOCKING_STEP, queue_wait
+
+    if queue_wait() is None or not hasattr(os, "sched_setaffinity"):
+        pytest.skip("this kernel does not report run-queue waits (schedstat)")
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    hog = subprocess.Popen(
+        [sys.executable, "-c", "import os; os.sched_setaffinity(0, {%d})\nwhile True: pass" % cpu]
+    )
+    os.sched_setaffinity(0, {cpu})
+    try:
+        class Busy:
+            name = "busy"
+
+            async def process(self, example: dict) -> dict:
+                await asyncio.sleep(0)
+                _cpu_step(0.15)
+                await asyncio.sleep(0)
+                return example
+
+        class Sleepy:
+            name = "sleepy"
+
+            async def process(self, example: dict) -> dict:
+                await asyncio.sleep(0)
+                time.sleep(0.4)
+                return example
+
+        runner = CallRunner(Budget(2))
+        try:
+            stretched = None
+            for _ in range(10):  # until the hog really shared the CPU with the step
+                started = time.perf_counter()
+                out = runner.call(lambda: Busy().process({}), system=Busy(), is_async=True)
+                assert out.error is None
+                if time.perf_counter() - started >= BLOCKING_STEP + 0.05:
+                    stretched = out
+                    break
+            if stretched is None:
+                pytest.skip("the busy process never shared the CPU with the step")
+            assert "busy" not in runner.blocking and stretched.warning is None
+            slept = runner.call(lambda: Sleepy().process({}), system=Sleepy(), is_async=True)
+            assert runner.blocking.get("sleepy", 0) >= 0.35
+            assert slept.warning is not None and "'sleepy' blocked the event loop" in slept.warning
+        finally:
+            runner.close()
+    finally:
+        os.sched_setaffinity(0, before)
+        hog.kill()
+        hog.wait()

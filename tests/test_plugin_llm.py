@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +228,37 @@ def test_endpoint_model_reads_openai_and_ollama_lists_and_refuses_the_rest() -> 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_anthropic_given_an_httpx_client_is_told_the_flavor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """anthropic 2.x refuses our httpx.Client with its own TypeError: the error that
+    reaches the user (loading the System, or a row's error) names the fix."""
+    pytest.importorskip("anthropic")
+    from pytest_context_bench.errors import SystemLoadError, error_record
+    from pytest_context_bench.importing import load_system
+
+    (tmp_path / "claude_app.py").write_text(
+        "import anthropic\n"
+        "from pytest_context_bench import http_client\n"
+        "class App:\n"
+        "    name = 'claude'\n"
+        "    def __init__(self):\n"
+        "        self.client = anthropic.Anthropic(api_key='k', http_client=http_client())\n"
+        "    def process(self, example):\n"
+        "        return example\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(SystemLoadError) as raised:
+        load_system("claude_app:App")
+    said = str(raised.value)
+    assert "building system 'claude_app:App' raised TypeError" in said
+    assert 'pass http_client(flavor="httpx2") from pytest_context_bench' in said
+    try:
+        import anthropic
+        from pytest_context_bench import http_client
+
+        anthropic.Anthropic(api_key="k", http_client=http_client())
+    except TypeError as exc:
+        assert 'http_client(flavor="httpx2")' in error_record(exc, "system")["message"]
+    # Any other error gets no hint.
+    assert "flavor" not in error_record(TypeError("http_client must be callable"), "system")["message"]
