@@ -59,7 +59,7 @@ def test_summary_fits_the_terminal(
     header_lines = [line for line in table if line.startswith("suite")]
     if columns == 250:
         assert len(header_lines) == 1  # the whole table (about 215 wide), one block
-        assert "pareto rank" in header_lines[0] and "tokens per pass" in header_lines[0]
+        assert "pareto rank" in header_lines[0] and "text per pass" in header_lines[0]
     else:
         assert len(header_lines) > 1  # split into blocks, each led by the suite
         assert any("pareto rank" in h for h in header_lines)
