@@ -819,7 +819,7 @@ class GateReport(pytest.TestReport):
     one not enforced) is counted there, as the ``1 failed`` that fails the run."""
 
     @property
-    def count_towards_summary(self) -> bool:  # type: ignore[override]
+    def count_towards_summary(self) -> bool:
         return not self.passed
 
 

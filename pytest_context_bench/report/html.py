@@ -84,10 +84,12 @@ def _floats(summary: Any) -> dict[str, dict[str, Any]]:
 def _summary_cells(doc: Mapping[str, Any]) -> dict[str, dict[str, list[str]]]:
     """label -> key -> [value text, interval text or ""], as the terminal prints them."""
     summary = _floats(doc.get("summary"))
-    intervals = doc.get("intervals") if isinstance(doc.get("intervals"), Mapping) else {}
+    given = doc.get("intervals")
+    intervals: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     out: dict[str, dict[str, list[str]]] = {}
     for label, metrics in summary.items():
-        ci_of = intervals.get(label) if isinstance(intervals.get(label), Mapping) else {}
+        found = intervals.get(label)
+        ci_of: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         row: dict[str, list[str]] = {}
         for key, _, kind in COLUMNS:
             if key not in metrics:

@@ -394,7 +394,10 @@ def render_lines(
         short = fit_table(headers, [[aliases.get(label, label), *cells[label]] for label in labels], width)
         if len(short) + len(aliases) + 1 >= len(full):
             aliases = {}
-    show = lambda label: aliases.get(label, label)  # noqa: E731
+
+    def show(label: str) -> str:
+        return aliases.get(label, label)
+
     if aliases:
         lines.append(("suites by short name:", {}))
         for label, alias in aliases.items():
