@@ -681,3 +681,40 @@ def test_every_value_is_exactly_float(metric: Any, rows: list[EvalRow]) -> None:
     out = metric.compute(rows)
     assert isinstance(out, dict)
     assert all_plain_floats(out)
+
+
+def test_llm_tokens_are_the_replies_usage_not_the_text_counts() -> None:
+    """Issue 39: LLMTokens counts what the LLM reported for the System's calls (cache
+    hits included, judges not); no measured call gives no key, so a gate sees nan."""
+    import math
+
+    from pytest_context_bench.gate import check_gates, gates_from_limits
+    from pytest_context_bench.metrics import LLMTokens
+    from pytest_context_bench.results import EvalRow
+
+    def row(i: int, score: float, usage: dict | None, judge: dict | None = None) -> EvalRow:
+        meta: dict = {"score_field": "f1"}
+        if usage is not None:
+            meta["llm_usage"] = usage
+        if judge is not None:
+            meta["judge_usage"] = judge
+        return EvalRow(system="s", example_id=str(i), dataset="d", scores={"f1": score},
+                       input_tokens=5, output_tokens=1, latency=0.0, metadata=meta)
+
+    rows = [
+        row(1, 1.0, {"prompt_tokens": 100, "completion_tokens": 3, "cache_hits": 1}),
+        row(2, 0.0, {"prompt_tokens": 120, "completion_tokens": 5}, judge={"prompt_tokens": 999}),
+        row(3, 1.0, None),  # no call: 0 spent
+        row(4, 1.0, {"prompt_tokens": True, "completion_tokens": float("nan")}),  # junk: 0
+    ]
+    got = LLMTokens().compute(rows)
+    assert got == {"llm_prompt_tokens": 55.0, "llm_completion_tokens": 2.0,
+                   "llm_tokens_per_pass": pytest.approx(228 / 3)}
+    assert LLMTokens().compute([row(1, 0.0, {"prompt_tokens": 1, "completion_tokens": 1})])[
+        "llm_tokens_per_pass"] == math.inf
+    assert LLMTokens().compute([row(1, 1.0, None)]) == {}
+    gates = gates_from_limits({"max_llm_tokens_per_pass": 50})
+    (unmeasured,) = check_gates("s", {}, gates)
+    assert not unmeasured.passed and "no LLM call was measured" in unmeasured.reason
+    (breached,) = check_gates("s", got, gates)
+    assert not breached.passed and "llm_tokens_per_pass = 76 breaches the limit <= 50" in breached.reason

@@ -427,3 +427,61 @@ def test_adaptive_rows_say_which_trial_of_how_many(browser: Any, tmp_path: Path)
     opened.page.click("#example-table button.toggle >> nth=0")
     assert "reasked" in opened.page.inner_text("#example-table")
     opened.assert_clean()
+
+
+def test_every_summary_column_fits_rounds_as_the_terminal_and_the_llm_block_shows(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Issue 39: every summary column (text and LLM tokens, money, judge $ left out
+    when no judge ran) fits 1280 px for five suites named as marked tests; 25.25
+    prints 25.2 as in the terminal (JavaScript's toFixed gave 25.3); the legend and
+    the run's LLM lines are drawn, hostile model names inert."""
+    from pytest_context_bench.report.terminal import COLUMNS, fmt_value
+
+    doc = _big_doc(4)
+    values = {
+        "num_examples": 40.0, "mean_score": 0.7329, "pass_rate": 0.7, "error_rate": 0.0,
+        "compression_ratio": -0.4497, "mean_input_tokens": 25.25, "mean_output_tokens": 73.1,
+        "cost_of_pass": 104.43, "llm_prompt_tokens": 1234.25, "llm_completion_tokens": 5.75,
+        "llm_tokens_per_pass": 1812.5, "cost_usd": 0.000578, "cost_of_pass_usd": 0.000021,
+        "latency_mean": 0.083, "latency_median": 0.076, "latency_p95": 0.133,
+        "latency_p99": 0.214, "pareto_rank": 1.0,
+    }
+    labels = ["rag", "rag_compressed", "test_agent.py::test_order_agent",
+              "test_marker.py::test_compressed_app_reads_capitals",
+              "test_structured.py::test_order_status_is_valid_json"]
+    doc["summary"] = {label: dict(values) for label in labels}
+    doc["intervals"] = {label: {"mean_score": [0.57, 0.85], "pass_rate": [0.53, 0.83]} for label in labels}
+    doc["llm"] = {
+        "cache": {"mode": "once", "path": "/tmp/c.sqlite3", "hits": 35, "misses": 72,
+                  "replay_misses": 0, "refused_connections": 0, "bypassed_connections": 0,
+                  "refused_examples": 0, "bypass_addresses": []},
+        "calls_sent": 72, "tokens": {"prompt_tokens": 6933, "completion_tokens": 732, "cached_tokens": 0},
+        "saved_tokens": 2582, "models": ["<img src=x onerror=alert(1)>"],
+        "money": {"cost_usd": 0.001479, "judge_cost_usd": 0.0, "total_cost_usd": 0.001479,
+                  "saved_usd": 0.000488, "unpriced_models": [],
+                  "prices_unused": ["<img src=x onerror=alert(1)>"], "price_sources": {}},
+    }
+    path = tmp_path / "all.html"
+    path.write_text(render_html(doc), encoding="utf-8")
+    opened = open_report(browser, path, width=1280)
+    scroller = opened.page.evaluate(
+        "(() => { const b = document.querySelector('#summary-table .scroll') || document.getElementById('summary-table');"
+        " return [b.scrollWidth, b.clientWidth]; })()"
+    )
+    assert scroller[0] <= scroller[1], scroller
+    headers = opened.page.eval_on_selector_all("#summary-grid thead th", "ths => ths.map(t => t.innerText.replace(/\\s+/g, ' '))")
+    shown = [h for key, h, _ in COLUMNS if key in values]
+    assert [h.replace(" [95% CI]", "") for h in headers[1:]] == shown and "judge $" not in headers
+    cells = _cells(opened, "#summary-grid tbody tr")
+    text_in = headers.index("text in")
+    assert cells[0][text_in] == fmt_value(25.25, "tokens") == "25.2"
+    assert cells[0][headers.index("LLM prompt")] == "1,234.2"
+    legend = opened.page.inner_text("#legend")
+    assert "text in/out = tokens of the example's input text" in legend
+    assert "LLM per pass = both per passing example" in legend
+    llm = opened.page.inner_text("#llm")
+    assert "35 hits, 72 misses, 72 calls sent" in llm and "LLM money (--ctxbench-price): System $0.001479, total $0.001479" in llm
+    assert "<img src=x onerror=alert(1)>" in llm  # shown as text...
+    assert opened.page.locator("#llm img").count() == 0  # ...never a tag
+    opened.assert_clean()

@@ -13,6 +13,7 @@ from pytest_context_bench.report.markdown import (
     MAX_CHARS,
     WORST_SHOWN,
     md_escape,
+    render_markdown,
 )
 
 
@@ -135,3 +136,30 @@ def test_unwritable_markdown_path_is_one_clear_line(project: pytest.Pytester) ->
     result.stderr.fnmatch_lines(
         ["ERROR: --ctxbench-html must be a file path, given a directory: *"]
     )
+
+
+def test_the_summary_has_the_terminals_legend_and_llm_lines_with_dollars_inert() -> None:
+    """Issue 39: the Markdown summary says what its columns hold and carries the run's
+    LLM section; a `$` never starts GitHub math; a hostile model name stays text."""
+    doc = {
+        "summary": {"app": {"num_examples": 2.0, "mean_input_tokens": 25.25, "llm_prompt_tokens": 10.0,
+                            "llm_completion_tokens": 2.0, "llm_tokens_per_pass": 24.0,
+                            "cost_usd": "nan", "cost_of_pass_usd": "nan"}},
+        "llm": {
+            "cache": {"mode": "off", "path": None, "hits": 0, "misses": 2, "replay_misses": 0},
+            "calls_sent": 2, "tokens": {"prompt_tokens": 20, "completion_tokens": 4, "cached_tokens": 0},
+            "saved_tokens": 0, "models": ["m"],
+            "money": {"cost_usd": "nan", "judge_cost_usd": 0.0, "total_cost_usd": "nan",
+                      "saved_usd": 0.0, "unpriced_models": ["<b>m$x$</b>"], "prices_unused": [],
+                      "price_sources": {}},
+        },
+    }
+    text = render_markdown(doc)
+    html = _html(text)
+    assert "| 25.2 |" in text  # as the terminal rounds
+    assert "LLM prompt/completion = tokens of the System" in text
+    assert "n/a money = a call" in text and "--ctxbench-price=MODEL=IN/OUT" in text
+    assert "### LLM calls" in text and "2 calls sent" in text
+    assert "System unknown" in text and "judge" not in text.split("LLM money")[1].split("\n")[0]
+    assert "\\$x\\$" in text and "<b>" not in html
+    assert "cost \\$ = US dollars" in text

@@ -106,3 +106,26 @@ def test_examples_below_and_in_error_are_named_with_a_reason(
             "  ERROR q-3: RuntimeError: model endpoint exploded (in system)",
         ]
     )
+
+
+def test_long_suite_names_get_short_names_when_that_shortens_the_table() -> None:
+    """Issue 39: at 80 columns, marked tests' node ids made the summary a list of
+    19 lines per suite; they are shown by short names with a legend instead."""
+    from pytest_context_bench.report.terminal import fit_table, suite_aliases
+
+    labels = ["rag", "test_marker.py::test_compressed_app_reads_capitals",
+              "test_structured.py::test_order_status_is_valid_json",
+              "test_other.py::test_order_status_is_valid_json_too",
+              "openai_proxy_local-llama@127.0.0.1"]
+    aliases = suite_aliases(labels, 80)
+    assert "rag" not in aliases  # short names stay
+    assert aliases["test_marker.py::test_compressed_app_reads_capitals"] == "test_compressed_app…"
+    assert aliases["openai_proxy_local-llama@127.0.0.1"] == "local-llama@127.0.0…"
+    assert len(set(aliases.values())) == len(aliases)  # two that would be equal are numbered
+    assert all(len(a) <= 21 for a in aliases.values())
+    assert suite_aliases(labels, None) == {} and suite_aliases(["a", "b"], 80) == {}
+    headers = ["suite"] + [f"column {i}" for i in range(12)]
+    rows = [[label] + ["0.1234"] * 12 for label in labels]
+    stacked = fit_table(headers, rows, 80)
+    short = fit_table(headers, [[aliases.get(r[0], r[0]), *r[1:]] for r in rows], 80)
+    assert len(short) < len(stacked) / 2 and max(map(len, short)) <= 80

@@ -269,7 +269,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 .scroll{overflow-x:auto}
 #summary-grid{font-size:13px}
 #summary-grid th,#summary-grid th.num{white-space:normal;vertical-align:bottom}
-#summary-grid th,#summary-grid td{padding:4px 6px}
+#summary-grid th,#summary-grid td{padding:4px 3px}
 #summary-grid td:first-child{overflow-wrap:break-word}
 .ci{color:var(--mut);font-size:12px}
 #llm li{overflow-wrap:anywhere;margin:.2em 0}
