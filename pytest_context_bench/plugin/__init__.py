@@ -542,8 +542,6 @@ def _resolve_models(config: pytest.Config, state: State) -> dict[str, str]:
     model its ``GET /v1/models`` lists (docs/llm.md, "Which model"). A worker takes
     the controller's answers. No answer, or not exactly one model, is a usage error
     naming the option to give."""
-    from ..errors import ConfigError
-    from ..systems.models import endpoint_model
     from .options import JUDGE_MODEL, JUDGE_URL, MODEL, PROXY
 
     settings = state.settings
@@ -553,6 +551,11 @@ def _resolve_models(config: pytest.Config, state: State) -> dict[str, str]:
     judge = settings.evaluator_options.get("judge")
     if judge is not None and judge.get("model") is None:
         asks.append((judge["base_url"], JUDGE_MODEL, JUDGE_URL))
+    if not asks:
+        return {}
+    from ..errors import ConfigError
+    from ..systems.models import endpoint_model
+
     given = getattr(config, "workerinput", {}).get(_MODELS_KEY) or {}
     found: dict[str, str] = {}
     for url, flag, url_flag in asks:
