@@ -200,6 +200,8 @@ def test_endpoint_model_reads_openai_and_ollama_lists_and_refuses_the_rest() -> 
         "/c/v1/models": (200, b"<html>not json</html>"),
         "/d/v1/models": (404, b'{"error": "no"}'),
         "/e/v1/models": (200, b'{"data": [{"id": "x"}, {"id": "x"}]}'),  # one model, twice
+        "/f/v1/models": (200, b'{"data": [' + b'{"id": "m"},' * 400_000 + b'{"id": "z"}]}'),  # 4.4 MB
+        "/g/v1/models": (200, b"[" * 100_000 + b"]" * 100_000),  # deeper than Python parses
     }
 
     class H(BaseHTTPRequestHandler):
@@ -225,6 +227,10 @@ def test_endpoint_model_reads_openai_and_ollama_lists_and_refuses_the_rest() -> 
             ask("/c")
         with pytest.raises(ConfigError, match=r"GET .*/d/v1/models answered 404"):
             ask("/d")
+        with pytest.raises(ConfigError, match=r"answered more than 4,194,304 bytes"):
+            ask("/f")
+        with pytest.raises(ConfigError, match=r"did not answer OpenAI's list of models"):
+            ask("/g")
     finally:
         server.shutdown()
         server.server_close()

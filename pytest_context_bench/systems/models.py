@@ -17,10 +17,14 @@ from typing import Any
 from ..errors import ConfigError
 from ..llm import display_url
 
-__all__ = ["endpoint_model", "MODELS_SHOWN"]
+__all__ = ["endpoint_model", "MODELS_SHOWN", "MAX_ANSWER"]
 
 #: Models named in the error when an endpoint lists several.
 MODELS_SHOWN = 10
+#: The largest answer to GET /models read (a list of thousands of models fits).
+MAX_ANSWER = 4 << 20
+#: The longest model id taken (a longer one is no model a server serves).
+MAX_ID = 256
 
 
 def _ids(payload: Any) -> list[str] | None:
@@ -37,7 +41,7 @@ def _ids(payload: Any) -> list[str] | None:
     ids = []
     for item in items:
         value = item.get(key) if isinstance(item, dict) else None
-        if isinstance(value, str) and value.strip():
+        if isinstance(value, str) and value.strip() and len(value) <= MAX_ID:
             ids.append(value.strip())
     return list(dict.fromkeys(ids))
 
@@ -69,7 +73,15 @@ def endpoint_model(
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
         with httpx.Client(timeout=timeout, trust_env=False) as client:
-            response = client.get(url, headers=headers)
+            with client.stream("GET", url, headers=headers) as response:
+                body = bytearray()
+                for piece in response.iter_bytes():
+                    body += piece
+                    if len(body) > MAX_ANSWER:
+                        raise ConfigError(
+                            f"{url_flag} {display_url(base_url)}: no {flag} was given, and"
+                            f" GET {shown} answered more than {MAX_ANSWER:,} bytes; {fix}."
+                        )
     except httpx.HTTPError as exc:
         raise ConfigError(
             f"{url_flag} {display_url(base_url)}: no {flag} was given, and asking the"
@@ -82,7 +94,7 @@ def endpoint_model(
             f" does not list its models (GET {shown} answered {response.status_code}); {fix}."
         )
     try:
-        ids = _ids(json.loads(response.content))
+        ids = _ids(json.loads(bytes(body)))
     except (ValueError, RecursionError):
         ids = None
     if ids is None:
