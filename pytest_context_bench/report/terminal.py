@@ -401,7 +401,7 @@ def render_lines(
     if aliases:
         lines.append(("suites by short name:", {}))
         for label, alias in aliases.items():
-            lines.extend((text, {}) for text in wrap_line(f"  {alias} = {label}", width))
+            lines.extend((text, {}) for text in wrap_line(inert(f"  {alias} = {label}"), width))
     table = [[show(label)] + cells[label] for label in labels]
     for text in fit_table(headers, table, width):
         lines.append((text, {}))
