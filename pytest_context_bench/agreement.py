@@ -27,10 +27,14 @@ from .errors import CtxBenchError
 
 __all__ = [
     "Calibration",
+    "JUDGED_METRICS",
+    "JudgeGating",
     "Labels",
     "LabelsError",
     "calibrate",
     "cohen_kappa",
+    "judge_decides",
+    "judge_gating",
     "judge_verdict",
     "read_labels",
     "spearman",
@@ -323,6 +327,9 @@ def judge_verdict(
     if "memory_judge" in scores:
         value = float(scores["memory_judge"])
         return value >= 1.0, value, None
+    if "assert_pass" in scores and judge_decides(scores, details, "assert_score"):
+        # Assertions with an llm-rubric decide the row: their verdict is the judge's.
+        return float(scores["assert_pass"]) >= 1.0, float(scores.get("assert_score", 0.0)), None
     return None
 
 
@@ -509,3 +516,156 @@ def labels_path_problem(path: Path) -> str | None:
     except LabelsError as exc:
         return str(exc)
     return None
+
+
+# ------------------------------------------------------------------ gating on it
+
+#: Primary scores that a judge decides.
+JUDGE_FIELDS = frozenset({"judge_score", "memory_judge", "memory_judge_raw"})
+#: The gates (and max-drop metrics) whose value a judge's verdicts decide: pass rate
+#: and mean score, and the cost of a pass (its denominator is the passes).
+JUDGED_METRICS = frozenset({"pass_rate", "mean_score", "cost_of_pass", "cost_of_pass_usd"})
+
+
+def judge_decides(scores: Mapping[str, Any], metadata: Mapping[str, Any], field: str | None) -> bool:
+    """Whether a row's pass or fail is a judge's: its primary score is a judge's, or
+    its assertions, which decide it, include one that asks a judge (llm-rubric)."""
+    name = field or str(metadata.get("score_field") or "f1")
+    if name in JUDGE_FIELDS:
+        return True
+    if name == "assert_score":
+        own = metadata.get("assertions")
+        by_type = own.get("by_type") if isinstance(own, Mapping) else None
+        if isinstance(by_type, Mapping):
+            return any(str(t).removeprefix("not-") == "llm-rubric" for t in by_type)
+    return False
+
+
+@dataclass
+class JudgeGating:
+    """The judge's agreement per suite, and the gates it leaves not enforced.
+
+    :param labels: the labels file.
+    :param min_kappa: ``--ctxbench-min-judge-kappa`` (``None``: measured, not gated).
+    :param calibrations: one per suite with a judge-scored row or a labelled one.
+    :param judged: the suites whose rows a judge decides.
+    :param not_enforced: suite → why its judge-scored gates are not enforced.
+    """
+
+    labels: str
+    kind: str
+    min_kappa: float | None
+    calibrations: list[Calibration]
+    judged: list[str]
+    not_enforced: dict[str, str]
+
+    def reason(self, suite: str, metric: str) -> str | None:
+        """Why the gate on ``metric`` of ``suite`` is not enforced, or ``None``."""
+        return self.not_enforced.get(suite) if metric in JUDGED_METRICS else None
+
+    def to_dict(self) -> dict[str, Any]:
+        by_suite = {c.suite: c for c in self.calibrations}
+        suites = []
+        for label in dict.fromkeys([*self.judged, *by_suite]):
+            cal = by_suite.get(label) or Calibration(label, self.kind)
+            entry = cal.to_dict()
+            entry["judge_scored"] = label in self.judged
+            entry["measure"] = cal.gate_measure
+            from .results import json_safe
+
+            entry["gate_kappa"] = json_safe(cal.gate_kappa)
+            if label in self.not_enforced:
+                entry["not_enforced"] = self.not_enforced[label]
+            suites.append(entry)
+        return {
+            "labels": self.labels,
+            "kind": self.kind,
+            "min_kappa": self.min_kappa,
+            "suites": suites,
+        }
+
+    def lines(self) -> list[str]:
+        """The terminal's lines (plain text; the caller makes them inert)."""
+        head = f"judge agreement with {self.labels}"
+        if self.min_kappa is not None:
+            head += f" (gates need {self.kind_measure()} >= {self.min_kappa:g})"
+        out = [head + ":"]
+        by_suite = {c.suite: c for c in self.calibrations}
+        for label in dict.fromkeys([*self.judged, *by_suite]):
+            cal = by_suite.get(label) or Calibration(label, self.kind)
+            out.append(f"  {label}: {summary_line(cal)}")
+            if label in self.not_enforced:
+                out.append(f"    its judge-scored gates are NOT ENFORCED: {self.not_enforced[label]}")
+        return out
+
+    def kind_measure(self) -> str:
+        return "quadratic-weighted kappa" if self.kind == "score" else "Cohen's kappa"
+
+
+def summary_line(cal: Calibration) -> str:
+    """``n 40, agreement 0.85, kappa 0.62 ...`` for one suite."""
+    if cal.n == 0:
+        text = "no labelled example was judged"
+    else:
+        text = f"n {cal.n}, agreement {_f(cal.agreement)}, kappa {_f(cal.kappa)}"
+        if cal.weighted_kappa is not None:
+            text += f", quadratic-weighted kappa {_f(cal.weighted_kappa)}"
+        if cal.spearman is not None:
+            text += f", Spearman {_f(cal.spearman)}"
+        if cal.disagreements:
+            text += f"; {len(cal.disagreements)} disagreement(s)"
+    extra = [f"{k} {v}" for k, v in (("unlabelled", cal.unlabelled), ("errors", cal.errors),
+                                      ("not judged", cal.unjudged)) if v]
+    if extra:
+        text += f" ({', '.join(extra)})"
+    return text
+
+
+def _f(x: float) -> str:
+    return "undefined" if isinstance(x, float) and math.isnan(x) else f"{x:.3g}"
+
+
+def judge_gating(
+    rows: Iterable[Mapping[str, Any]],
+    suites: Iterable[Mapping[str, Any]],
+    labels: Labels,
+    min_kappa: float | None,
+) -> JudgeGating:
+    """Measure each suite's judge against ``labels`` and, with ``min_kappa``, name
+    the suites whose judge-scored gates are not enforced: those a judge decides whose
+    agreement (:attr:`Calibration.gate_kappa`) is below ``min_kappa``, undefined, or
+    measured on no labelled example.
+
+    :param rows: the report's rows (dicts with ``suite``).
+    :param suites: the report's suites (``label``, ``threshold``, ``score_field``).
+    """
+    rows = list(rows)
+    info = {str(s["label"]): s for s in suites}
+    thresholds = {label: float(s.get("threshold", 0.7)) for label, s in info.items()}
+    calibrations = calibrate(rows, labels, thresholds)
+    judged = list(dict.fromkeys(
+        str(r["suite"]) for r in rows
+        if r.get("error") is None
+        and judge_decides(r.get("scores") or {}, r.get("metadata") or {},
+                          (info.get(str(r["suite"])) or {}).get("score_field"))
+    ))
+    not_enforced: dict[str, str] = {}
+    if min_kappa is not None:
+        by_suite = {c.suite: c for c in calibrations}
+        name = os.path.basename(labels.path)
+        for label in judged:
+            cal = by_suite.get(label) or Calibration(label, labels.kind)
+            measure = cal.gate_measure
+            if cal.n == 0:
+                not_enforced[label] = f"no labelled example of this suite was judged ({name})"
+            elif math.isnan(cal.gate_kappa):
+                not_enforced[label] = (
+                    f"the judge's {measure} with {name} is undefined on {cal.n} labelled"
+                    " example(s) (one label only: agreement by chance is total)"
+                )
+            elif cal.gate_kappa < min_kappa:
+                not_enforced[label] = (
+                    f"the judge's {measure} with {name} is {cal.gate_kappa:.3g} < {min_kappa:g}"
+                    f" on {cal.n} labelled example(s)"
+                )
+    return JudgeGating(labels.path, labels.kind, min_kappa, calibrations, judged, not_enforced)
