@@ -490,12 +490,12 @@ class _Plan:
         what = f"scored {_num(mean)}" + (f" (mean of {n})" if n > 1 else "")
         details = {
             "reason": f"the judge {what} on {lo}-{hi} (pass >= {mark:g}): {verdict}",
-            "verdict": verdict,
+            "judge_reason": readings[0]["reason"],
             "rubric": _clip(rubric.criteria, _RATIONALE),
+            "verdict": verdict,
             "rating": round(mean, 4),
             "scale": [lo, hi],
             "pass_score": mark,
-            "judge_reason": readings[0]["reason"],
         }
         if "probabilities" in readings[0] and n == 1:
             details["score_token"] = readings[0]["score"]
