@@ -771,8 +771,13 @@ _SCRIPT = r"""
           link.appendChild(name);
           name = link;
         }
-        return [breakable(String(f.suite)), name,
-                el("span", f.after === "pass" ? "ok" : "bad", f.before + " \u2192 " + f.after), a, b,
+        const change = el("div");
+        change.appendChild(el("span", f.after === "pass" ? "ok" : "bad", f.before + " \u2192 " + f.after));
+        if (f.pairwise) {  // ctxbench compare --judge-url: the pairwise judge's verdict
+          change.appendChild(el("div", f.pairwise.consistent === false ? "note warn" : "note",
+            "pairwise judge: " + String(f.pairwise.error || f.pairwise.verdict)));
+        }
+        return [breakable(String(f.suite)), name, change, a, b,
                 el("div", "text", f.reference)];
       }));
     t.id = "flipped-table";

@@ -445,10 +445,20 @@ def render_compare_markdown(comparison: Any) -> str:
                 )
                 out.append(f"  - flipped {what} ({len(ids)}): {shown}{more}")
     flipped = [f for f in c.flipped if f["after"] == "fail"][:WORST_SHOWN]
+    judged = any("pairwise" in f for f in c.flipped)
+    if judged and getattr(c, "pairwise", None):
+        p = c.pairwise
+        rate = p.get("position_inconsistency")
+        out += ["", md_escape(
+            f"Pairwise judge ({p['model']}), each flipped example asked in both orders: B better"
+            f" in {p['b_better']}, A better in {p['a_better']}, tie in {p['ties']}"
+            + (f"; position-inconsistent in {rate:.0%} (counted as ties)" if rate is not None else ""),
+            limit=400)]
     if flipped:
         out += ["", "### Flipped pass → fail", ""]
         out += _table(
-            ["suite", "example", "A response", "B response", "reference"],
+            ["suite", "example", "A response", "B response", "reference"]
+            + (["pairwise judge"] if judged else []),
             [
                 [
                     md_escape(f["suite"]),
@@ -457,6 +467,9 @@ def render_compare_markdown(comparison: Any) -> str:
                     md_escape(f["response_after"] or "", 80),
                     md_escape(f["reference"] or "", 60),
                 ]
+                + ([md_escape((f.get("pairwise") or {}).get("error")
+                              or (f.get("pairwise") or {}).get("verdict") or "not judged", 120)]
+                   if judged else [])
                 for f in flipped
             ],
         )
