@@ -70,7 +70,7 @@ def grading_output(output: str) -> str:
     as it is; JSON as its value prints (an object as compact JSON, a string without
     its quotes, ``null`` as nothing, a number as JavaScript prints it, an array as
     its items joined by commas, objects among them as JSON)."""
-    from .assertions import _strict_json
+    from ._jsontext import _strict_json
 
     try:
         value = _strict_json(output)
@@ -131,7 +131,7 @@ def read_grading(
     :raises GradingProblem: for a reply that gives no verdict (see the module
         docstring).
     """
-    from .assertions import iter_json_objects
+    from ._jsontext import iter_json_objects
 
     found = next(iter(iter_json_objects(reply)), None)
     if found is None:
