@@ -20,7 +20,6 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from .errors import CtxBenchError
@@ -417,7 +416,6 @@ def calibrate(
         scores = row.get("scores") or {}
         metadata = row.get("metadata") or {}
         error = row.get("error")
-        cal = out.get(suite)
         found = labels.lookup(str(row.get("dataset", "")), str(row.get("example_id", "")),
                               str(row.get("system", "")))
         judged = judge_verdict(scores, metadata, float(thresholds.get(suite, 0.7)))
@@ -507,15 +505,6 @@ def _name(row: Mapping[str, Any]) -> str:
     dataset = row.get("dataset")
     ident = str(row.get("example_id", ""))
     return f"{dataset}/{ident}" if dataset else ident
-
-
-def labels_path_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be read as labels, or ``None`` (for option checks)."""
-    try:
-        read_labels(path)
-    except LabelsError as exc:
-        return str(exc)
-    return None
 
 
 # ------------------------------------------------------------------ gating on it
