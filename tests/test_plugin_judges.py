@@ -201,8 +201,12 @@ def test_repeats_are_asked_cached_and_replayed_and_an_agreeing_judge_gates(
         (None, ["--ctxbench-judge-url=http://127.0.0.1:9", "--ctxbench-judge-repeat=0"],
          "--ctxbench-judge-repeat must be an integer in [1, 100], given: '0'"),
         (None, [], "examples with a 'rubric' field and an llm-rubric assertion need an LLM judge"),
+        ('{"example_id": "polite", "label": "pass"}\n', ["--ctxbench-judge-url=http://127.0.0.1:9",
+                                                         "--ctxbench-min-judge-kappa=1.5"],
+         "--ctxbench-min-judge-kappa must be a number in [-1, 1], given: '1.5'"),
     ],
-    ids=["bad-label-line", "kappa-without-labels", "repeat-without-judge", "repeat-zero", "no-judge"],
+    ids=["bad-label-line", "kappa-without-labels", "repeat-without-judge", "repeat-zero", "no-judge",
+         "kappa-out-of-range"],
 )
 def test_usage_errors_name_the_file_line_or_option(
     pytester: pytest.Pytester, labels: str | None, args: list[str], expected: str
