@@ -71,7 +71,7 @@ def test_parse_score_accepts(reply: str, score: int, reason: str) -> None:
         ("Score: 11/10", (0, 10), "gives 11, outside the scale 0 to 10"),
         ("Score: 11/10", (1, 5), "scores 11 out of 10; the scale is 1 to 5"),
         ("Score: 8/10", (1, 5), "scores 8 out of 10"),
-        ("Score: 5 out of 5 but actually 1", (1, 5), "has 3 numbers on its score line (5, 5, 1): ambiguous"),
+        ("Score: 5 out of 5 but actually 1", (1, 5), "has 3 or more numbers on its score line (5, 5, 1): ambiguous"),
         ("Score: 3.5", (1, 5), "gives 3.5, not a whole number"),
         ("Score: 4\nScore: 2", (1, 5), "different scores on its score lines (2, 4)"),
         ("", (1, 5), "has no 'Score: N' line"),

@@ -15,6 +15,7 @@ Pure: no HTTP (the judge in judges.py sends the prompt).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -345,7 +346,9 @@ def parse_score(reply: str, scale: tuple[int, int]) -> ScoreReading:
 def _score_value(text: str, start: int, base: int, lo: int, hi: int) -> tuple[int, int]:
     """The whole number of one score line (after its keyword at ``start``) and its
     offset in the reply."""
-    numbers = list(_NUMBER.finditer(text, start))
+    # Three are enough to know: one, "N/D", or ambiguous (a line of a million
+    # numbers is not read to its end).
+    numbers = list(itertools.islice(_NUMBER.finditer(text, start), 3))
     total = None
     if len(numbers) == 2 and _OUT_OF.fullmatch(text, numbers[0].end(), numbers[1].start()):
         total = numbers[1].group(0)
@@ -354,9 +357,10 @@ def _score_value(text: str, start: int, base: int, lo: int, hi: int) -> tuple[in
         shown = " ".join(text[start:].split())[:40]
         raise ScoreProblem(f"has no number on its score line ({shown!r} is not a score)")
     if len(numbers) > 1:
+        how_many = "3 or more" if len(numbers) == 3 else str(len(numbers))
         raise ScoreProblem(
-            f"has {len(numbers)} numbers on its score line"
-            f" ({', '.join(m.group(0) for m in numbers[:5])}): ambiguous"
+            f"has {how_many} numbers on its score line"
+            f" ({', '.join(m.group(0) for m in numbers)}): ambiguous"
         )
     raw = numbers[0].group(0)
     if not re.fullmatch(r"[-+]?\d+", raw):
