@@ -369,3 +369,31 @@ def test_the_async_path_gives_the_same_rows(llm: FakeLLM) -> None:
     sync = judge.score_details(EX, {"response": "r"})
     assert asyncio.run(_ascore(judge)) == sync
     assert json.dumps(sync)  # builtins only (the details cross xdist)
+
+
+def test_evaluate_runs_rubrics_with_the_given_judge_and_refuses_without(llm: FakeLLM) -> None:
+    from pytest_context_bench import evaluate
+
+    class Bot:
+        name = "bot"
+
+        def process(self, example: dict) -> dict:
+            return {**example, "response": "Refunds within 30 days."}
+
+    examples = [
+        {"id": "a", "question": "Refund?", "rubric": POLICY},
+        {"id": "b", "question": "Hi", "assert": [{"type": "llm-rubric", "value": "Greets"}]},
+    ]
+    with pytest.raises(ConfigError, match="examples with a 'rubric' field .* need an LLM judge"):
+        evaluate(Bot(), examples, progress=False)
+    llm.set_handler(Script([
+        {"match": "Evaluation criteria", "reply": "Score: 2\nReason: no greeting"},
+        {"match": "<Rubric>", "reply": '{"pass": false, "score": 0, "reason": "no greeting"}'},
+    ]))
+    judge = LLMJudge(llm.base_url, "j", logprobs=False, **FAST)
+    result = evaluate(Bot(), examples, evaluators=[judge], progress=False)
+    a, b = result.rows
+    assert a.scores == {"judge_score": 0.25, "judge_pass": 0.0} and a.metadata["score_field"] == "judge_score"
+    assert a.metadata["llm_judge"]["judge_reason"] == "no greeting"
+    assert b.scores["assert_pass"] == 0.0 and "no greeting [rubric: Greets]" in b.metadata["assertions"]["1. llm-rubric"]
+    assert result.summary["bot"]["pass_rate"] == 0.0
