@@ -397,3 +397,24 @@ def test_evaluate_runs_rubrics_with_the_given_judge_and_refuses_without(llm: Fak
     assert a.metadata["llm_judge"]["judge_reason"] == "no greeting"
     assert b.scores["assert_pass"] == 0.0 and "no greeting [rubric: Greets]" in b.metadata["assertions"]["1. llm-rubric"]
     assert result.summary["bot"]["pass_rate"] == 0.0
+
+
+def test_script_rules_send_logprobs_only_when_asked(llm: FakeLLM, tmp_path: Path) -> None:
+    from pytest_context_bench.llm import LLMClient
+    from pytest_context_bench.testing import ScriptError, fake_tokens
+
+    path = tmp_path / "judge.jsonl"
+    path.write_text('{"match": "grade", "reply": "Score: 4", "logprobs": {"4": -0.1, "3": -2.0}}\n')
+    llm.set_handler(Script.load(path))
+    client = LLMClient(llm.base_url, max_retries=0)
+    plain = client.chat([{"role": "user", "content": "grade it"}], "m")
+    assert "logprobs" not in plain.raw["choices"][0]  # not asked: none sent, as OpenAI
+    asked = client.chat([{"role": "user", "content": "grade it"}], "m", logprobs=True, top_logprobs=5)
+    content = asked.raw["choices"][0]["logprobs"]["content"]
+    assert "".join(t["token"] for t in content) == "Score: 4" == "".join(fake_tokens("Score: 4"))
+    (score,) = [t for t in content if t["token"] == " 4"]
+    assert score["logprob"] == -0.1 and {t["token"] for t in score["top_logprobs"]} == {" 4", " 3"}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"match": "x", "reply": "y", "logprobs": {"4": "high"}}\n')
+    with pytest.raises(ScriptError, match=r"bad.jsonl:1: 'logprobs' must map tokens to log probabilities"):
+        Script.load(bad)
