@@ -480,6 +480,9 @@ class MetricComparison:
     verdict: DropVerdict | None = None
     #: ``(level, adjusted p)`` under ``--ctxbench-familywise=holm``, else ``None``
     holm: tuple[float, float] | None = None
+    #: why the max-drop gate is reported but not enforced (a judge that agrees too
+    #: little with people's labels), else ``None``
+    not_enforced: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -527,8 +530,8 @@ class Comparison:
 
     @property
     def breaches(self) -> list[MetricComparison]:
-        """The gated metrics that failed."""
-        return [m for s in self.suites for m in s.metrics if m.failed]
+        """The gated metrics that failed (and are enforced)."""
+        return [m for s in self.suites for m in s.metrics if m.failed and m.not_enforced is None]
 
     @property
     def passed(self) -> bool:
@@ -563,6 +566,8 @@ class Comparison:
                     out.append(f"{line}; {describe_test(r, interval=False)}")
                 else:
                     verdict = "FAILED" if m.failed else "passed"
+                    if m.not_enforced is not None:
+                        verdict = f"{'failed' if m.failed else 'passed'} (not enforced: {m.not_enforced})"
                     out.append(
                         f"{line}; gate max-drop {m.tolerance}: {verdict}, {self._why(m)}"
                     )

@@ -261,11 +261,17 @@ def canonical_body(body: bytes) -> bytes | None:
 
 
 def cache_key(
-    method: str, url: str, body: bytes, trial: int, *, any_host: bool = False
+    method: str,
+    url: str,
+    body: bytes,
+    trial: int,
+    *,
+    any_host: bool = False,
+    repeat: int = 1,
 ) -> str:
     """The cache key of a request: SHA-256 (hex) of the method, :func:`key_url` of
     the URL (every parameter, credentials included: only this one-way hash of it is
-    stored), the canonical body and the trial index.
+    stored), the canonical body, the trial index and the judge repeat.
 
     :param method: the HTTP method.
     :param url: the request URL.
@@ -273,13 +279,15 @@ def cache_key(
     :param trial: the trial index (1-based).
     :param any_host: the key without host and port (stored beside each entry, so
         that a replay miss can say the request was recorded for another host).
+    :param repeat: which repeat of a judge's question (``--ctxbench-judge-repeat``,
+        1-based); the first has the key of a question asked once.
     """
     h = hashlib.sha256()
     for part in (
         f"ctxbench-cache/{SCHEMA_VERSION}",
         method.upper(),
         key_url(url, any_host=any_host),
-        str(int(trial)),
+        str(int(trial)) if repeat <= 1 else f"{int(trial)}/repeat {int(repeat)}",
     ):
         h.update(part.encode("utf-8"))
         h.update(b"\0")

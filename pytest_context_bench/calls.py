@@ -45,8 +45,10 @@ __all__ = [
     "call_owner",
     "call_scope",
     "current_call",
+    "current_repeat",
     "current_source",
     "evaluator_source",
+    "judge_repeat",
     "keep_io",
     "record_attempt",
     "record_io",
@@ -163,6 +165,31 @@ def evaluator_source(name: str) -> Iterator[None]:
         yield
     finally:
         _SOURCE.reset(token)
+
+
+# Which repeat of a judge's question this context asks (--ctxbench-judge-repeat):
+# part of the cache key, so that N repeats are N entries, not one answer read N times.
+_REPEAT: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "ctxbench_judge_repeat", default=1
+)
+
+
+def current_repeat() -> int:
+    """The repeat (1-based) of the judge's question being asked in this context;
+    ``1`` outside :func:`judge_repeat`."""
+    return _REPEAT.get()
+
+
+@contextlib.contextmanager
+def judge_repeat(index: int) -> Iterator[None]:
+    """The LLM calls made in the block ask a judge's question for the ``index``-th
+    time (1-based): the cache keys them apart (docs/cache.md, "Judge repeats"); the
+    first repeat has the key the question had without repeats."""
+    token = _REPEAT.set(int(index))
+    try:
+        yield
+    finally:
+        _REPEAT.reset(token)
 
 
 @dataclass

@@ -57,7 +57,7 @@ EXPLAINS: Final[dict[str, tuple[str, ...]]] = {
     "ifeval": ("ifeval_strict", "ifeval_loose", "ifeval_inst_strict",
                "ifeval_inst_loose"),
     "code_execution": ("pass_at_1",),
-    "llm_judge": ("judge_score",),
+    "llm_judge": ("judge_score", "judge_pass"),
     "memory_judge": ("memory_judge", "memory_judge_raw"),
     "answer_correctness": ("answer_correctness", "answer_factuality",
                            "answer_similarity"),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
 import os
 import sys
 import time
@@ -594,6 +595,27 @@ def _bypassed(
     return raised
 
 
+def _check_judged(examples: Sequence[dict[str, Any]], evaluators: Sequence[Any]) -> None:
+    """Refuse examples that need an LLM judge (a ``rubric`` field, an
+    ``llm-rubric`` assertion) when no evaluator can ask one."""
+    from .evaluators import check_judged
+
+    wants: dict[str, str] = {}
+    for ex in examples:
+        if "rubric" in ex and "rubric" not in wants:
+            wants["rubric"] = f"example {ex.get('id')!s}"
+        if "llm-rubric" not in wants and "llm-rubric" in json.dumps(ex.get("assert", []), default=str):
+            wants["llm-rubric"] = f"example {ex.get('id')!s}"
+    if not wants:
+        return
+    problem = check_judged(wants, evaluators, None)
+    if problem is not None:
+        raise ConfigError(
+            f"{problem}: add an LLMJudge(base_url=...) to the evaluators (docs/llm.md,"
+            ' "Rubrics").'
+        )
+
+
 def default_evaluators(
     families: Iterable[str], options: dict[str, dict[str, Any]] | None = None
 ) -> list[Evaluator]:
@@ -671,8 +693,13 @@ def evaluate(
         from .evaluators.assertions import Assertions
 
         path = getattr(source, "path", None)
-        checks = Assertions(os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None)
-        by_family = {fam: [*evs, checks] for fam, evs in by_family.items()}
+        given = [e for e in (evaluators or ()) if getattr(e, "name", None) == "assertions"]
+        # The llm-rubric assertions ask the LLMJudge given among the evaluators.
+        judge = next((e for e in (evaluators or ()) if getattr(e, "name", None) == "llm_judge"), None)
+        checks = given[0] if given else Assertions(
+            os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None, judge=judge)
+        by_family = {fam: evs if checks in evs else [*evs, checks] for fam, evs in by_family.items()}
+    _check_judged(examples, [e for evs in by_family.values() for e in evs])
     example_evs = [by_family[fam] for fam in families]
     ev_names = list(
         dict.fromkeys(

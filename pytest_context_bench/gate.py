@@ -42,12 +42,24 @@ class Gate:
 
 @dataclass(frozen=True)
 class GateResult:
-    """A gate applied to one suite."""
+    """A gate applied to one suite.
+
+    ``enforced`` is ``False`` for a gate shown but not applied: one that depends on a
+    judge that agrees too little with people's labels (``--ctxbench-min-judge-kappa``);
+    ``not_enforced`` says why. A gate not enforced is never a breach.
+    """
 
     gate: Gate
     suite: str
     value: float
     passed: bool
+    enforced: bool = True
+    not_enforced: str | None = None
+
+    @property
+    def breached(self) -> bool:
+        """Failed and enforced: what fails a run."""
+        return not self.passed and self.enforced
 
     @property
     def reason(self) -> str:
@@ -69,7 +81,7 @@ class GateResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "suite": self.suite,
             "gate": self.gate.name,
             "metric": self.gate.metric,
@@ -78,6 +90,10 @@ class GateResult:
             "value": self.value,
             "passed": self.passed,
         }
+        if not self.enforced:
+            out["enforced"] = False
+            out["not_enforced"] = self.not_enforced or "not enforced"
+        return out
 
 
 def _fmt(x: float) -> str:

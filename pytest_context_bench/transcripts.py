@@ -7,6 +7,7 @@ LLM call made during a row's System call or its evaluators (the built-in client,
 row (``EvalRow.calls``). One record (docs/reports.md, "Call records")::
 
     {"source": "system" | "evaluator:<name>", "url": ..., "model": ..., "params": {...},
+     "repeat": 2 (only for a judge's repeated question, --ctxbench-judge-repeat),
      "messages": [{"role": ..., "text": ...}], "reply": ..., "finish_reason": ...,
      "usage": {...} | None, "latency": seconds, "cache": "hit" | "miss" | "off",
      "attempts": [{"status": 429, "error": ...}, ...], "error": None | "..."}
@@ -24,7 +25,7 @@ import json
 import time
 from typing import Any
 
-from .calls import CallLog, CallScope, current_source
+from .calls import CallLog, CallScope, current_repeat, current_source
 from .tool_use import show_calls
 from .urls import redact, safe_url
 
@@ -302,6 +303,9 @@ def begin(
         "_sig": sig,
         "_log": log,
     }
+    repeat = current_repeat()
+    if repeat > 1:  # a judge's question asked again (--ctxbench-judge-repeat)
+        record["repeat"] = repeat
     log.add(record)
     _LATEST.set(record)
     return record

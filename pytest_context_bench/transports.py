@@ -80,6 +80,7 @@ from .calls import (
     CallOwner,
     attempt_outcome,
     call_owner,
+    current_repeat,
     record_attempt,
     record_unattributed,
     run_reports_unattributed,
@@ -352,10 +353,14 @@ class _Core:
             return cache, None, facts
         facts["trial"] = owner.trial
         url = str(request.url)
+        # A judge's question asked again (--ctxbench-judge-repeat) is an entry of
+        # its own: each repeat is answered once, then replayed as it was.
+        repeat = current_repeat()
         facts["hostless"] = cache_key(
-            request.method, url, canonical, owner.trial, any_host=True
+            request.method, url, canonical, owner.trial, any_host=True, repeat=repeat
         )
-        return (cache, cache_key(request.method, url, canonical, owner.trial), facts)
+        key = cache_key(request.method, url, canonical, owner.trial, repeat=repeat)
+        return (cache, key, facts)
 
     def lookup(
         self, cache: LLMCache, key: str, request: httpx.Request, facts: dict[str, Any]

@@ -20,7 +20,7 @@ from .errors import ConfigError
 from .report.run import RunReport
 from .results import json_safe
 
-__all__ = ["Verdict", "comparison_doc", "comparison_lines", "judge"]
+__all__ = ["Verdict", "agreement_doc", "comparison_doc", "comparison_lines", "judge"]
 
 
 @dataclass
@@ -35,6 +35,9 @@ class Verdict:
     unevaluated: list[str] = field(default_factory=list)
     #: per suite, how the examples differ (``--ctxbench-require-same-examples``)
     changed_examples: list[str] = field(default_factory=list)
+    #: the judge's agreement with people's labels (``--ctxbench-judge-labels``), and
+    #: the suites whose judge-scored gates it leaves not enforced
+    gating: Any = None
 
     @property
     def breached(self) -> bool:
@@ -99,6 +102,8 @@ def judge(
     fingerprints: Mapping[str, str] | None = None,
     seed: int = 0,
     familywise: str = "none",
+    labels: Any = None,
+    min_kappa: float | None = None,
 ) -> Verdict:
     """Compare ``report`` with ``baseline`` (a loaded
     :class:`~pytest_context_bench.baseline.Baseline`, or ``None``) and decide.
@@ -111,10 +116,16 @@ def judge(
     :param seed: the seed of every draw of the comparison (``--ctxbench-seed``): the
         same rows and seed give the same verdict, bit for bit.
     :param familywise: ``--ctxbench-familywise`` (``"none"`` or ``"holm"``).
+    :param labels: people's labels (:class:`~pytest_context_bench.agreement.Labels`,
+        ``--ctxbench-judge-labels``): the judge's agreement is measured per suite.
+    :param min_kappa: ``--ctxbench-min-judge-kappa``: a suite whose judge agrees less
+        has its judge-scored gates (report and max-drop) reported, not enforced.
     """
     from .baseline import check_datasets, compare
 
     verdict = Verdict(report)
+    if labels is not None:
+        _gate_on_agreement(verdict, labels, min_kappa)
     if baseline is None:
         return verdict
     drops = dict(max_drops or {})
@@ -135,6 +146,16 @@ def judge(
     if problem is not None:
         verdict.baseline_error = f"baseline not compared: {problem}"
         return verdict
+    if verdict.gating is not None and verdict.gating.not_enforced:
+        import dataclasses
+
+        for suite in comparison.suites:
+            suite.metrics[:] = [
+                dataclasses.replace(m, not_enforced=verdict.gating.reason(m.suite, m.metric))
+                if m.tolerance is not None and verdict.gating.reason(m.suite, m.metric)
+                else m
+                for m in suite.metrics
+            ]
     verdict.comparison = comparison
     if drops:
         # A max-drop gate that compared nothing must not pass silently: a renamed
@@ -157,6 +178,32 @@ def judge(
             for label in comparison.only_baseline
         ]
     return verdict
+
+
+def _gate_on_agreement(verdict: Verdict, labels: Any, min_kappa: float | None) -> None:
+    """Measure the judge against ``labels`` and mark the report's judge-scored gates
+    of a suite whose judge agrees less than ``min_kappa`` as not enforced."""
+    import dataclasses
+
+    from .agreement import judge_gating
+
+    report = verdict.report
+    rows = [{"suite": rec.suite, **rec.row.to_dict()} for rec in report.records]
+    gating = judge_gating(rows, report.suites, labels, min_kappa)
+    verdict.gating = gating
+    report.gates = [
+        dataclasses.replace(g, enforced=False, not_enforced=why)
+        if (why := gating.reason(g.suite, g.gate.metric)) is not None
+        else g
+        for g in report.gates
+    ]
+
+
+def agreement_doc(verdict: Verdict) -> dict[str, Any] | None:
+    """The JSON report's ``judge_agreement``, or ``None`` without labels."""
+    if verdict.gating is None:
+        return None
+    return json_safe(verdict.gating.to_dict())  # type: ignore[no-any-return]
 
 
 def comparison_doc(verdict: Verdict) -> dict[str, Any] | None:
@@ -186,6 +233,8 @@ def comparison_doc(verdict: Verdict) -> dict[str, Any] | None:
                     "holm_adjusted_p": None if m.holm is None else m.holm[1],
                     "tolerance": None if m.tolerance is None else str(m.tolerance),
                     "passed": not m.failed,
+                    **({"enforced": False, "not_enforced": m.not_enforced}
+                       if m.not_enforced is not None else {}),
                 }
                 for s in c.suites
                 for m in s.metrics

@@ -807,3 +807,127 @@ def test_adaptive_trials_every_mode_gives_the_same_answer(
     for name, doc in runs.items():
         assert _adaptive_normal(doc) == _adaptive_normal(reference), name
         assert doc["baseline_comparison"]["familywise"] == "holm", name
+
+
+# --- judges (issue 36) ------------------------------------------------------------------
+
+#: An example's rubric decides its row, an llm-rubric assertion another's; the judge
+#: is asked each question three times (--ctxbench-judge-repeat) and its answer to a
+#: question changes with how often that question was asked before: each repeat must
+#: be a request (and a cache entry) of its own, asked in order, in every mode. The
+#: labels disagree with the judge: its gates are not enforced, in every mode alike.
+_JUDGE_ARGS = (
+    "--ctxbench-judge-repeat=3", "--ctxbench-judge-labels=judge-labels.jsonl",
+    "--ctxbench-min-judge-kappa=0.5", "--ctxbench-judge-retries=0",
+)
+
+
+class Judge(FakeLLM):
+    """Grades a right answer 5, 2, 4 (in the order it is asked), a wrong one 1, 4,
+    2; an llm-rubric grading passes, then fails, then passes. The logprobs of a
+    right answer's first grade weight it."""
+
+    def __init__(self) -> None:
+        self._asked: dict[str, int] = {}
+        self._lock = threading.Lock()
+        super().__init__(handler=self._reply)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._asked.clear()
+            self.requests.clear()
+
+    def _reply(self, request: Any) -> Reply:
+        text = json.dumps(request.messages)
+        with self._lock:
+            n = self._asked[text] = self._asked.get(text, 0) + 1
+        if "Rate the response" in text:  # the marked tests' examples: the seeds' judge
+            return Reply("5" if "town" in text.split("[Assistant", 1)[-1] else "2")
+        if "<Rubric>" in text:
+            ok = n % 2 == 1
+            return Reply(json.dumps({"reason": f"grading {n}", "pass": ok, "score": 1 if ok else 0}))
+        right = "city" in text.split("[Response]", 1)[-1]
+        grade = (5, 2, 4)[(n - 1) % 3] if right else (1, 4, 2)[(n - 1) % 3]
+        logprobs = {str(grade): -0.2, str(max(1, grade - 1)): -1.9} if right and n == 1 else None
+        return Reply(f"Score: {grade}\nReason: grade {n}", logprobs=logprobs)
+
+
+def _judged_lines() -> str:
+    return "".join(
+        json.dumps({
+            "id": f"j-{i}",
+            "question": f"What is the capital of country {i}?",
+            **({"assert": [{"type": "llm-rubric", "value": "Names a city"}]} if i == N
+               else {"rubric": {"criteria": "Names the capital city", "pass_score": 4 if i == 2 else 3}}),
+        }) + "\n"
+        for i in range(1, N + 1)
+    )
+
+
+def test_judges_every_mode_gives_the_same_answer(
+    pytester: pytest.Pytester, endpoints: dict[str, Endpoint]
+) -> None:
+    # One System: two that answer alike would send the judge byte-identical requests,
+    # which one cache entry answers (or, with the cache off under -n 2, in an order
+    # no mode fixes), and this endpoint answers by the order it is asked in. The
+    # proxy's judges are awaited right after its call under --ctxbench-concurrency.
+    systems = ("proxy",)
+    base = _project(pytester, endpoints, "cli", systems)
+    base = [a for a in base if a != "--ctxbench-dataset=qa.jsonl"] + ["--ctxbench-dataset=judged.jsonl"]
+    pytester.makefile(".jsonl", judged=_judged_lines())
+    pytester.makefile(".jsonl", **{"judge-labels": "\n".join(
+        json.dumps({"example_id": f"j-{i}", "label": "fail" if i % 3 else "pass"}) for i in range(1, N + 1))})
+    judge = Judge()
+    judge.start()
+    try:
+        base += [f"--ctxbench-judge-url={judge.base_url}", *_JUDGE_ARGS]
+        runs: dict[str, dict[str, Any]] = {}
+        sent: dict[str, int] = {}
+        modes = {
+            "serial": ["--ctxbench-cache=once", "--ctxbench-cache-dir=judge-cache"],
+            "replay": ["--ctxbench-cache=replay", "--ctxbench-cache-dir=judge-cache"],
+            "concurrency-16": ["--ctxbench-concurrency=16"],
+            "xdist-2-concurrency-4": ["-n", "2", "--ctxbench-concurrency=4"],
+        }
+        for name, extra in modes.items():
+            for server in (*endpoints.values(), judge):
+                server.reset(per_request=False) if server is not judge else judge.reset()
+            out = pytester.path / f"judged-{name}.json"
+            _run(pytester, [*base, *extra], out)
+            runs[name], sent[name] = read_json(out), sum(
+                "Rate the response" not in json.dumps(r.messages) for r in judge.requests)
+        judge.reset()
+        parts = []
+        for i in (1, 2):
+            part = pytester.path / f"judged-shard-{i}.json"
+            result = pytester.runpytest_subprocess(
+                *base, f"--ctxbench-shard={i}/2", f"--ctxbench-json={part}", timeout=300)
+            assert result.ret in (0, 1), result.stdout.str()
+            parts.append(str(part))
+        merged = pytester.path / "judged-merged.json"
+        assert ctxbench_main(["merge", *parts, "--json", str(merged), *GATES]) == 1
+        runs["shards-2-merge"] = read_json(merged)
+    finally:
+        judge.stop()
+    # Every judged row of each System asked three times; nothing sent on replay.
+    assert sent["serial"] == len(systems) * N * 3 and sent["replay"] == 0
+    reference = runs["serial"]
+    rows = {(r["suite"], r["example_id"]): r for r in reference["rows"]}
+    first = rows[("proxy", "j-1")]
+    assert first["metadata"]["llm_judge"]["repeats"]["ratings"][1:] == [2.0, 4.0]
+    assert first["metadata"]["llm_judge"]["repeats"]["ratings"][0] < 5  # weighted by its logprobs
+    # about 5 (weighted), 2, 4 against a pass mark of 4: two of three pass
+    second = rows[("proxy", "j-2")]
+    assert second["scores"]["judge_pass"] == 1.0
+    assert second["metadata"]["llm_judge"]["repeats"]["passed"] == "2 of 3"
+    agreement = reference["judge_agreement"]
+    # the command line's suite, judged, is not enforced; the marked tests' (decided by
+    # their assertions) are measured (their rows have the seeds' judge_score) and gated
+    assert {s["suite"]: "not_enforced" in s for s in agreement["suites"] if s["judge_scored"]} == {
+        "proxy": True}
+    assert any(g.get("enforced") is False for g in reference["gates"])
+    for name, doc in runs.items():
+        assert normal(doc) == normal(reference), name
+        assert [g.get("not_enforced") for g in doc["gates"]] == [
+            g.get("not_enforced") for g in reference["gates"]], name
+        assert doc["judge_agreement"]["suites"] == agreement["suites"], name

@@ -97,6 +97,7 @@ def test_one_table_maps_each_field_to_its_evaluator_and_score() -> None:
     assert FIELD_EVALUATORS == {
         "expected_tool_calls": ("ToolCallMatch", "tool_call_match"),
         "expected_trajectory": ("TrajectoryMatch", "trajectory_match"),
+        "rubric": ("LLMJudge", "judge_score"),  # the run's judge (test_rubric_judge.py)
     }
     assert example_fields(EXAMPLES[2]) == ["expected_tool_calls", "expected_trajectory"]
     assert [field_primary_score(e) for e in EXAMPLES] == [

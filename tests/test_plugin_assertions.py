@@ -136,7 +136,7 @@ def test_gate_on_a_named_metric(pytester: pytest.Pytester) -> None:
         ({"type": "not-max-tool-calls", "value": 1.5}, "the most tool calls, a whole number >= 0; got 1.5"),
         ({"type": "max-tokens"}, "the most LLM tokens, a whole number >= 0; got null"),
         ({"type": "max-step", "value": 3}, "Did you mean 'max-steps'?"),
-        ({"type": "llm-rubric", "value": "polite"}, "is not run by pytest-context-bench"),
+        ({"type": "llm-rubric", "value": " "}, "needs a 'value': the rubric the judge applies"),
     ],
 )
 def test_a_bad_assertion_stops_the_run_before_it_starts(

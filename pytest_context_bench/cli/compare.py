@@ -18,6 +18,7 @@ import math
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from .._files import atomic_write_text
 from .._text import inert
@@ -47,6 +48,21 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         metavar="X",
         help="confidence of the intervals and of 'significantly worse' (default 0.95)",
     )
+    parser.add_argument(
+        "--judge-url",
+        metavar="URL",
+        help="an OpenAI-compatible endpoint: a pairwise judge compares A's and B's"
+        " answers to each flipped example, in both orders",
+    )
+    parser.add_argument(
+        "--judge-model", metavar="MODEL", help="the pairwise judge's model (default gpt-4)"
+    )
+    parser.add_argument(
+        "--judge-criteria",
+        metavar="TEXT",
+        help="what 'better' means to the pairwise judge (default: correct, complete,"
+        " helpful)",
+    )
 
 
 def _fail(message: str) -> int:
@@ -73,6 +89,59 @@ def _show(*parts: object) -> None:
         print(line)
 
 
+def _pairwise(args: argparse.Namespace, result: Any) -> str:
+    """Ask the pairwise judge about every flipped example whose two answers the
+    reports kept; each entry of ``result.flipped`` gets ``pairwise`` (the verdict,
+    or the judge's error on that example). Returns the summary line.
+
+    :raises LLMError: the judge cannot be reached (after its retries).
+    """
+    from ..evaluators.judges import JudgeError
+    from ..evaluators.pairwise import PairwiseJudge, position_inconsistency, task_of
+
+    judge = PairwiseJudge(
+        args.judge_url, model=args.judge_model or "gpt-4", criteria=args.judge_criteria
+    )
+    verdicts = []
+    skipped = 0
+    counts = {"a": 0, "b": 0, "tie": 0}
+    for f in result.flipped:
+        a, b = f.get("response_before"), f.get("response_after")
+        if not isinstance(a, str) or not isinstance(b, str):
+            skipped += 1  # a report that kept no answer for this row
+            continue
+        task = task_of(f.get("calls_before"), f.get("calls_after"))
+        try:
+            verdict = judge.compare(a, b, task=task, reference=f.get("reference") or None)
+        except JudgeError as exc:
+            f["pairwise"] = {"error": f"error: {exc}"}
+            continue
+        verdicts.append(verdict)
+        counts[verdict.winner] += 1
+        f["pairwise"] = {**verdict.to_dict(), "verdict": verdict.describe()}
+    judge.client.close() if judge.client is not None else None
+    n = len(verdicts)
+    line = (
+        f"pairwise judge ({judge.model}) on {n} flipped example(s), each asked in both"
+        f" orders: B better in {counts['b']}, A better in {counts['a']}, tie in {counts['tie']}"
+    )
+    if n:
+        rate = position_inconsistency(verdicts)
+        inconsistent = sum(1 for v in verdicts if not v.consistent)
+        line += f"; position-inconsistent in {inconsistent} of {n} ({rate:.0%}), counted as ties"
+    errors = sum(1 for f in result.flipped if "error" in (f.get("pairwise") or {}))
+    if errors:
+        line += f"; {errors} unreadable verdict(s)"
+    if skipped:
+        line += f"; {skipped} without both answers in the reports (not judged)"
+    result.pairwise = {
+        "model": judge.model, "judged": n, "b_better": counts["b"], "a_better": counts["a"],
+        "ties": counts["tie"], "position_inconsistency": position_inconsistency(verdicts) if n else None,
+        "errors": errors, "not_judged": skipped, "summary": line,
+    }
+    return line
+
+
 def run(args: argparse.Namespace) -> int:
     from ..report import load_report
     from ..report.compare import compare_reports
@@ -83,6 +152,14 @@ def run(args: argparse.Namespace) -> int:
         return _fail(
             f"--confidence must be a number in (0, 1), given: {args.confidence!r}"
         )
+    if args.judge_model is not None and args.judge_url is None:
+        return _fail("--judge-model needs --judge-url (the pairwise judge's endpoint)")
+    if args.judge_criteria is not None and args.judge_url is None:
+        return _fail("--judge-criteria needs --judge-url (the pairwise judge's endpoint)")
+    if args.judge_url is not None and not str(args.judge_url).startswith(("http://", "https://")):
+        from ..llm import display_url
+
+        return _fail(f"--judge-url must be an http(s) URL, given: {display_url(str(args.judge_url))!r}")
     for flag, out in (("--html", args.html), ("--markdown", args.markdown)):
         if out is None:
             continue
@@ -103,6 +180,15 @@ def run(args: argparse.Namespace) -> int:
         return _fail(" ".join(str(exc).split()))
     for note in notes:  # money that could not be recomputed here: unknown
         print(f"ctxbench compare: warning: {inert(note)}", file=sys.stderr)
+    judged = None
+    if args.judge_url is not None:
+        from ..errors import LLMError
+
+        try:
+            judged = _pairwise(args, result)
+        except LLMError as exc:
+            # The endpoint failed after its retries: one line, nothing written.
+            return _fail(f"the pairwise judge failed: {exc}")
 
     # Everything is computed before anything is written.
     outputs: list[tuple[str, str]] = []
@@ -160,6 +246,15 @@ def run(args: argparse.Namespace) -> int:
                     f" ... and {len(s[key]) - 20} more" if len(s[key]) > 20 else ""
                 )
                 _show(f"  flipped {what} ({len(s[key])}): {shown}")
+    if judged is not None:
+        _show()
+        _show(judged)
+        for f in result.flipped:
+            p = f.get("pairwise")
+            if p is None:
+                continue
+            said = p.get("error") or p["verdict"]
+            _show(f"  {f['suite']}: {f['dataset']}/{f['example_id']} ({f['before']} → {f['after']}): {said}")
     try:
         for path, text in outputs:
             atomic_write_text(path, text)

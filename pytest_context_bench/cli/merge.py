@@ -123,6 +123,19 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="Save the merged run as a baseline (refused when incomplete)",
     )
+    parser.add_argument(
+        "--ctxbench-judge-labels",
+        dest="judge_labels",
+        metavar="PATH",
+        help="People's labels, as the pytest option; default: the shards' own (the"
+        " file they name must still be readable)",
+    )
+    parser.add_argument(
+        "--ctxbench-min-judge-kappa",
+        dest="min_judge_kappa",
+        metavar="K",
+        help="As the pytest option; default: the shards' own",
+    )
 
 
 class _Usage(Exception):
@@ -143,6 +156,8 @@ def _check_outputs(args: argparse.Namespace) -> None:
     inputs = {Path(p).resolve(): "one of the shards" for p in args.shards}
     if args.baseline is not None:
         inputs[Path(args.baseline).resolve()] = "the baseline (--ctxbench-baseline)"
+    if getattr(args, "judge_labels", None) is not None:
+        inputs[Path(args.judge_labels).resolve()] = "the labels (--ctxbench-judge-labels)"
     taken: dict[Path, str] = {}
     for dest, flag in _OUTPUTS:
         out = getattr(args, dest)
@@ -229,6 +244,47 @@ def _step_summary(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _judge_labels(args: argparse.Namespace, shards: Any) -> tuple[Any, float | None]:
+    """The labels and minimum kappa the merged run's judge is held to: the options
+    given, else the shards' own (each shard's ``judge_agreement``; shards that
+    disagree are a usage error)."""
+    from ..agreement import LabelsError, read_labels
+
+    recorded = {
+        (str(a.get("labels")), a.get("min_kappa"))
+        for sh in shards
+        if isinstance(a := sh.doc.get("judge_agreement"), dict)
+    }
+    path, kappa = args.judge_labels, None
+    if args.min_judge_kappa is not None:
+        kappa = _number(args.min_judge_kappa, "--ctxbench-min-judge-kappa", -1.0, 1.0, False)
+        if path is None and not recorded:
+            raise _Usage("--ctxbench-min-judge-kappa needs --ctxbench-judge-labels=PATH")
+    if path is None and recorded:
+        if len(recorded) > 1:
+            raise _Usage(
+                "the shards were held to different judge labels or minimum kappas"
+                f" ({'; '.join(sorted(f'{p} >= {k}' for p, k in recorded))}); give"
+                " --ctxbench-judge-labels and --ctxbench-min-judge-kappa"
+            )
+        path, shard_kappa = next(iter(recorded))
+        if kappa is None:
+            kappa = None if shard_kappa is None else float(shard_kappa)
+        try:
+            return read_labels(path), kappa
+        except LabelsError as exc:
+            raise _Usage(
+                f"the shards measured their judge against {path}, which cannot be read"
+                f" here ({exc}); give it with --ctxbench-judge-labels=PATH"
+            ) from None
+    if path is None:
+        return None, None
+    try:
+        return read_labels(path), kappa
+    except LabelsError as exc:
+        raise _Usage(f"--ctxbench-judge-labels: {exc}") from None
+
+
 def _number(raw: str, flag: str, lo: float, hi: float, open_lo: bool) -> float:
     try:
         value = float(raw)
@@ -259,7 +315,7 @@ def _run(args: argparse.Namespace) -> int:
     from ..results import json_safe
     from ..urls import redact
     from ..report import render_lines, to_json_dict, write_json
-    from ..verdict import comparison_doc, comparison_lines, judge
+    from ..verdict import agreement_doc, comparison_doc, comparison_lines, judge
 
     limits: dict[str, float | None] = {}
     for name, (flag, lo, hi, open_lo) in _GATES.items():
@@ -282,6 +338,7 @@ def _run(args: argparse.Namespace) -> int:
     for note in notes:  # money that could not be recomputed here: unknown
         print(f"ctxbench merge: warning: {inert(note)}", file=sys.stderr)
     report = merged.report
+    labels, min_kappa = _judge_labels(args, shards)
     verdict = judge(
         report,
         baseline,
@@ -292,6 +349,8 @@ def _run(args: argparse.Namespace) -> int:
         # the shards' --ctxbench-seed: the merged verdict is the single run's
         seed=_shard_seed(merged.run),
         familywise=_shard_familywise(merged.run),
+        labels=labels,
+        min_kappa=min_kappa,
     )
     enforced = not args.no_gate
     run_info = dict(merged.run)
@@ -306,11 +365,16 @@ def _run(args: argparse.Namespace) -> int:
     comparison = comparison_doc(verdict)
     if comparison is not None:
         doc["baseline_comparison"] = comparison
+    agreement = agreement_doc(verdict)
+    if agreement is not None:
+        doc["judge_agreement"] = agreement
     width = shutil.get_terminal_size().columns  # COLUMNS first, as pytest's
     lines = [
         text for text, _ in render_lines(report, gate_enforced=enforced, width=width)
     ]
     lines += [text for text, _ in comparison_lines(verdict, enforced)]
+    if verdict.gating is not None:
+        lines += verdict.gating.lines()
     for label, c in report.completeness.get("suites", {}).items():
         if c["received"] < c["expected"]:
             lines.append(

@@ -365,9 +365,14 @@ class DatasetBase:
     assertion_metrics: frozenset[str] | None = None
 
     #: The fields of ``evaluators.FIELD_EVALUATORS`` (``expected_tool_calls``,
-    #: ``expected_trajectory``) that at least one example carries: each wires its
-    #: evaluator (ToolCallMatch, TrajectoryMatch), which judges those examples.
+    #: ``expected_trajectory``, ``rubric``) that at least one example carries: each
+    #: wires its evaluator (ToolCallMatch, TrajectoryMatch, LLMJudge), which judges
+    #: those examples.
     evaluator_fields: frozenset[str] = frozenset()
+
+    #: Whether an example's assertions ask an LLM judge (``llm-rubric``): the run
+    #: then needs one (--ctxbench-judge-url).
+    judge_assertions: bool = False
 
     @property
     def primary_score(self) -> str:

@@ -146,8 +146,10 @@ class LocalDataset(DatasetBase):
         stat: os.stat_result | None = None,
         assert_metrics: set[str] | None = None,
         evaluator_fields: set[str] | None = None,
+        judge_assertions: bool = False,
     ) -> None:
         self._path = path
+        self.judge_assertions = judge_assertions
         self.assertion_metrics = (
             None if assert_metrics is None else frozenset(assert_metrics)
         )
@@ -392,6 +394,7 @@ def load_local(
                 stat=stat,
                 assert_metrics=collector.assert_metrics,
                 evaluator_fields=collector.evaluator_fields,
+                judge_assertions=collector.judge_assertions,
             )
         data = handle.read()
     fingerprint = hashlib.sha256(data).hexdigest()
@@ -420,6 +423,7 @@ def load_local(
         flat=kind is _CSV,
         assert_metrics=collector.assert_metrics,
         evaluator_fields=collector.evaluator_fields,
+        judge_assertions=collector.judge_assertions,
     )
 
 
@@ -460,6 +464,8 @@ class _Collector:
         #: the fields wiring an evaluator (``evaluators.FIELD_EVALUATORS``:
         #: expected_tool_calls, expected_trajectory) some example has
         self.evaluator_fields: set[str] = set()
+        #: whether an example's assertions ask an LLM judge (llm-rubric)
+        self.judge_assertions = False
         self.base_dir = os.path.dirname(os.path.abspath(path))
 
     def family_or_default(self) -> str:
@@ -562,7 +568,12 @@ class _Collector:
     def check_asserts(self, example: dict[str, Any], line: int, label: str) -> None:
         """Compile the example's ``assert`` list now, so that an unknown type, an
         invalid regex or schema stops the run before its first example."""
-        from ..evaluators.assertions import AssertionError_, compile_asserts, metric_names
+        from ..evaluators.assertions import (
+            AssertionError_,
+            compile_asserts,
+            metric_names,
+            uses_judge,
+        )
 
         try:
             compiled = compile_asserts(
@@ -574,6 +585,7 @@ class _Collector:
         except AssertionError_ as exc:
             raise self.fail(str(exc), line, label) from None
         self.assert_metrics = (self.assert_metrics or set()) | metric_names(compiled)
+        self.judge_assertions = self.judge_assertions or uses_judge(compiled)
 
     def check_fields(self, example: dict[str, Any], line: int, label: str) -> None:
         """Check the fields wiring an evaluator (``expected_tool_calls`` and the

@@ -28,7 +28,12 @@ class PromptfooDataset(DatasetBase):
     """
 
     def __init__(
-        self, suite: Any, family: str, metrics: set[str] | None, fields: set[str] | None = None
+        self,
+        suite: Any,
+        family: str,
+        metrics: set[str] | None,
+        fields: set[str] | None = None,
+        judge_assertions: bool = False,
     ) -> None:
         self.suite = suite
         self._tag = suite.tag
@@ -43,6 +48,7 @@ class PromptfooDataset(DatasetBase):
         self.suite_part: str | None = None
         self.assertion_metrics = None if metrics is None else frozenset(metrics)
         self.evaluator_fields = frozenset(fields or ())
+        self.judge_assertions = judge_assertions
 
     @property
     def path(self) -> str:
@@ -74,7 +80,7 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
     :raises DatasetError: naming the file (the config, or the tests file the test
         came from) and the line.
     """
-    from ..evaluators.assertions import AssertionError_, compile_asserts, metric_names
+    from ..evaluators.assertions import AssertionError_, compile_asserts, metric_names, uses_judge
     from ..evaluators import example_fields, field_problem
     from .promptfoo import load_promptfoo
 
@@ -83,6 +89,7 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
     for suite in load_promptfoo(path):
         metrics: set[str] | None = None
         fields: set[str] = set()
+        judged = False
         seen: dict[str, int] = {}
         for example, line, source in zip(suite.examples, suite.lines, suite.sources):
             where = f"the test on line {line}" if line else "a test"
@@ -103,6 +110,7 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
                 except AssertionError_ as exc:
                     raise DatasetError(f"{exc}. Fix the test.", path=str(source), line=line or None) from None
                 metrics = (metrics or set()) | metric_names(compiled)
+                judged = judged or uses_judge(compiled)
             own = example_fields(example)
             if own:  # vars expected_tool_calls, expected_trajectory: their evaluators judge
                 problem = field_problem(example)
@@ -112,7 +120,7 @@ def load_promptfoo_datasets(path: str, family: str | None = None) -> list[Prompt
             problem = example_error(fam, example)
             if problem is not None:
                 raise DatasetError(f"{problem}. Fix the test.", path=str(source), line=line or None)
-        out.append(PromptfooDataset(suite, fam, metrics, fields))
+        out.append(PromptfooDataset(suite, fam, metrics, fields, judged))
     if len(out) > 1:
         # Several prompts: each is a suite of its own (its own summary row, gates and
         # baseline comparison), as promptfoo shows one column per prompt.

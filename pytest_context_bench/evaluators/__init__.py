@@ -43,12 +43,14 @@ __all__ = [
     "extract_label",
     "FAMILY_EVALUATORS",
     "FIELD_EVALUATORS",
+    "check_judged",
     "evaluators_for",
     "example_fields",
     "field_evaluators",
     "field_problem",
     "field_primary_score",
     "field_score_keys",
+    "judge_kwargs",
 ]
 
 # Imported on first use (PEP 562): a QA run should not pay for httpx, the sandbox,
@@ -109,7 +111,7 @@ SCORE_KEYS: dict[str, tuple[str, ...]] = {
     "NLILabelMatch": ("nli_accuracy",),
     "IFEvalChecker": ("ifeval_strict", "ifeval_loose", "ifeval_inst_strict", "ifeval_inst_loose"),
     "CodeExecution": ("pass_at_1",),
-    "LLMJudge": ("judge_score",),
+    "LLMJudge": ("judge_score", "judge_pass"),
     "MemoryJudge": ("memory_judge", "memory_judge_raw"),
     # wired by an example's field, not by a family (FIELD_EVALUATORS)
     "ToolCallMatch": ("tool_call_match", "tool_call_f1", "tool_call_name_f1"),
@@ -125,7 +127,26 @@ SCORE_KEYS: dict[str, tuple[str, ...]] = {
 FIELD_EVALUATORS: dict[str, tuple[str, str]] = {
     "expected_tool_calls": ("ToolCallMatch", "tool_call_match"),
     "expected_trajectory": ("TrajectoryMatch", "trajectory_match"),
+    # The judge of the run (--ctxbench-judge-url), applying the example's rubric;
+    # its verdict (judge_pass) decides the row (docs/llm.md, "Rubrics").
+    "rubric": ("LLMJudge", "judge_score"),
 }
+
+#: Evaluators of :data:`FIELD_EVALUATORS` built from the run's judge options
+#: (``options["judge"]``: its endpoint), not from options of their own name.
+_JUDGED = frozenset({"LLMJudge"})
+
+#: The keyword arguments of the run's judge options each judge class takes.
+_JUDGE_KWARGS: dict[str, frozenset[str]] = {
+    "MemoryJudge": frozenset({"base_url", "model", "api_key", "timeout", "max_retries",
+                              "retry_base_delay", "repeat"}),
+}
+
+
+def judge_kwargs(class_name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's judge options (``--ctxbench-judge-*``) that ``class_name`` takes."""
+    allowed = _JUDGE_KWARGS.get(class_name)
+    return {k: v for k, v in options.items() if allowed is None or k in allowed}
 
 
 def example_fields(example: Mapping[str, Any]) -> list[str]:
@@ -160,6 +181,13 @@ def field_problem(example: Mapping[str, Any]) -> str | None:
         try:
             check_example(example)
         except TrajectoryError as exc:
+            return str(exc)
+    if "rubric" in example:
+        from .rubric import RubricError, rubric_of
+
+        try:
+            rubric_of(example["rubric"])
+        except RubricError as exc:
             return str(exc)
     return None
 
@@ -198,9 +226,50 @@ def field_evaluators(
         name = getattr(factory, "name", None)
         if name in taken:
             continue
-        kwargs = dict((options or {}).get(name or "", {}))
+        if class_name in _JUDGED:
+            judge = (options or {}).get("judge")
+            if not judge:
+                # No endpoint: nothing to build. The plugin and evaluate() refuse
+                # such a run before it starts (check_judged).
+                continue
+            kwargs = judge_kwargs(class_name, judge)
+        else:
+            kwargs = dict((options or {}).get(name or "", {}))
         out.append(_shared_instance(factory, kwargs))
+        taken.add(name)
     return out
+
+
+def check_judged(
+    examples_with: Mapping[str, str], evaluators: Iterable[Any], options: Mapping[str, Any] | None
+) -> str | None:
+    """Why examples that need a judge cannot get one, or ``None``.
+
+    :param examples_with: what needs a judge → where (``{"rubric": "example
+        qa/3", "llm-rubric": "in qa.jsonl"}``).
+    :param evaluators: the evaluators given (an ``llm_judge`` among them serves the
+        rubrics; an ``assertions`` evaluator built with a judge serves llm-rubric).
+    :param options: the run's evaluator options (``"judge"``: the endpoint).
+    """
+    if (options or {}).get("judge"):
+        return None
+    evs = list(evaluators)
+    wants = []
+    if "rubric" in examples_with and not any(getattr(e, "name", None) == "llm_judge" for e in evs):
+        where = examples_with["rubric"]
+        wants.append("a 'rubric' field" + (f" ({where})" if where else ""))
+    if "llm-rubric" in examples_with and not any(
+        getattr(e, "name", None) == "assertions" and getattr(e, "judge", None) is not None
+        for e in evs
+    ):
+        where = examples_with["llm-rubric"]
+        wants.append("an llm-rubric assertion" + (f" ({where})" if where else ""))
+    if not wants:
+        return None
+    return (
+        f"examples with {' and '.join(wants)} need an LLM judge, and none is"
+        " configured"
+    )
 
 
 def score_keys_for(
@@ -264,8 +333,7 @@ def evaluators_for(
     judge = (options or {}).get("judge")
     if judge:
         fams = set(families)
-        judge_class: Callable[..., Any] = __getattr__(
-            "MemoryJudge" if fams == {"memory"} else "LLMJudge"
-        )
-        out.append(_shared_instance(judge_class, judge))
+        class_name = "MemoryJudge" if fams == {"memory"} else "LLMJudge"
+        judge_class: Callable[..., Any] = __getattr__(class_name)
+        out.append(_shared_instance(judge_class, judge_kwargs(class_name, judge)))
     return out

@@ -38,9 +38,10 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Final, Iterator, Mapping, Sequence
+from typing import Any, Callable, Final, Mapping, Sequence
 
 from .._json import js_number as _js_number
+from ._jsontext import _strict_json, _yaml_json, iter_json_objects
 from ..errors import ExampleDataError
 from ..metrics.scores import ASSERT_PASS, ASSERT_SCORE, VERDICT_KEYS
 
@@ -51,6 +52,7 @@ __all__ = [
     "Assertions",
     "CHECKS",
     "Compiled",
+    "JUDGED_TYPES",
     "KNOWN_TYPES",
     "OWN_TYPES",
     "Result",
@@ -58,6 +60,7 @@ __all__ = [
     "compile_asserts",
     "metric_names",
     "run_asserts",
+    "uses_judge",
 ]
 
 def metric_names(compiled: Sequence[Compiled]) -> set[str]:
@@ -360,23 +363,6 @@ def _utf16_levenshtein(a: str, b: str) -> int:
     return previous[-1]
 
 
-def _strict_json(text: str) -> Any:
-    """``JSON.parse``: no NaN or Infinity; raises ValueError (not JSON) or
-    :class:`ExampleDataError` (JSON nested deeper than Python's parser reads: neither
-    a pass nor a fail can be given, so the row is an error that says why)."""
-
-    def refuse(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    try:
-        return json.loads(text, parse_constant=refuse)
-    except RecursionError:
-        raise ExampleDataError(
-            "the output nests JSON deeper than Python's parser reads (about 1,000"
-            " levels); it cannot be checked"
-        ) from None
-
-
 def _schema_errors(a: Compiled, value: Any) -> str | None:
     validator = a.prepared
     if validator is None:
@@ -413,116 +399,6 @@ def _is_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
                       "Assertion passed" if ok else f"JSON does not conform to the provided schema. Errors: {problem}")
     ok = not a.inverse
     return Result(ok, 1.0 if ok else 0.0, "Assertion passed" if ok else "Expected output to not be valid JSON")
-
-
-#: Characters :func:`extract_json_values` may step over in all: an output of a
-#: million ``{`` would otherwise cost 10^11 steps (promptfoo's scan restarts at
-#: every brace); past it, the objects found so far are the answer.
-_SCAN_BUDGET: Final = 2_000_000
-#: The longest span, and the deepest nesting, read as YAML when it is not JSON.
-_YAML_SPAN: Final = 20_000
-_YAML_DEPTH: Final = 64
-
-
-def extract_json_values(text: str) -> list[Any]:
-    """Every object :func:`iter_json_objects` finds, in order."""
-    return list(iter_json_objects(text))
-
-
-def iter_json_objects(text: str) -> Iterator[Any]:
-    """The JSON objects found in ``text``, in order, as promptfoo finds them: from
-    each ``{``, braces are counted (inside strings too) up to the point where they
-    balance, or the end of the text, where the missing ``}`` are added (a cut-off
-    reply still counts); that span is read as YAML in JSON mode (so ``{a: 1}`` and
-    ``// comments`` are accepted); the scan goes on after a span that held an
-    object, else from the next ``{``. Spans are at most 100,000 characters."""
-    n = len(text)
-    i = 0
-    budget = _SCAN_BUDGET
-    while i < n and budget > 0:
-        if text[i] != "{":
-            i += 1
-            continue
-        opened, closed, j = 1, 0, i + 1
-        limit = min(i + 100_000, n)
-        resume = i + 1
-        while j < limit and opened > closed:
-            budget -= 1
-            if text[j] == "{":
-                opened += 1
-            elif text[j] == "}":
-                closed += 1
-            j += 1
-            if opened == closed or j == n or j == i + 100_000:
-                budget -= j - i
-                value = _lenient_object(text[i:j] + "}" * (opened - closed), opened - closed)
-                if value is not None:
-                    yield value
-                    resume = j
-                    break
-                if opened == closed:
-                    break
-        i = resume
-
-
-def _lenient_object(span: str, unclosed: int = 0) -> dict[str, Any] | list[Any] | None:
-    """``span`` read as promptfoo reads it (JSON, else YAML with ``//`` comments),
-    when it is an object; else ``None``."""
-    try:
-        value = _strict_json(span)
-    except (ValueError, RecursionError):
-        if len(span) > _YAML_SPAN or unclosed > _YAML_DEPTH or span.count("{") > 4 * _YAML_DEPTH:
-            return None
-        value = _yaml_json(_slash_comments(span))
-    return value if isinstance(value, (dict, list)) else None
-
-
-def _slash_comments(text: str) -> str:
-    """``// comment`` → ``# comment`` outside quotes (a ``://`` stays)."""
-    out = []
-    for line in text.split("\n"):
-        quote = ""
-        for k, ch in enumerate(line):
-            if quote:
-                if ch == quote:
-                    quote = ""
-            elif ch in "\"'":
-                quote = ch
-            elif line.startswith("//", k) and not line[:k].endswith(":"):
-                line = line[:k] + "#" + line[k + 2:]
-                break
-        out.append(line)
-    return "\n".join(out)
-
-
-_yaml_loader: Any = None
-
-
-def _yaml_json(text: str) -> Any:
-    """``text`` parsed as YAML 1.2's core schema (``yes`` stays a string), or
-    ``None`` when it does not parse or PyYAML is not installed."""
-    global _yaml_loader
-    try:
-        import yaml
-    except ImportError:
-        return None
-    if _yaml_loader is None:
-        class CoreLoader(yaml.SafeLoader):
-            pass
-
-        bool_tag = "tag:yaml.org,2002:bool"
-        CoreLoader.yaml_implicit_resolvers = {
-            key: [(tag, rx) for tag, rx in resolvers if tag != bool_tag]
-            for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-        }
-        CoreLoader.add_implicit_resolver(
-            bool_tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
-        )
-        _yaml_loader = CoreLoader
-    try:
-        return yaml.load(text, Loader=_yaml_loader)  # a SafeLoader: no object tags
-    except Exception:
-        return None
 
 
 def _contains_json(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
@@ -733,6 +609,21 @@ def _grading_result(value: Mapping[str, Any]) -> bool:
     )
 
 
+def _llm_rubric(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
+    """promptfoo's model-graded check: the run's judge grades the output against the
+    rubric (evaluators/llm_rubric.py has the prompt and the rules)."""
+    judge = ctx.get("judge")
+    if judge is None:
+        raise ExampleDataError(
+            "the llm-rubric assertion needs an LLM judge: run with"
+            " --ctxbench-judge-url=URL (or give Assertions(judge=LLMJudge(...)))"
+        )
+    from .judges import grade_llm_rubric
+
+    passed, score, reason = grade_llm_rubric(judge, str(a.value), output, a.threshold, a.inverse)
+    return Result(passed, score, reason)
+
+
 def _tool_call(output: str, a: Compiled, ctx: Mapping[str, Any]) -> Result:
     """The System's ``tool_calls`` against the assertion's expected calls, with
     ToolCallMatch's rules (docs/evaluators.md#toolcallmatch). Without a threshold
@@ -791,6 +682,7 @@ CHECKS: Final[Mapping[str, Check]] = {
     "max-tool-calls": _max_tool_calls,
     "max-tokens": _max_tokens,
     "tool-call": _tool_call,
+    "llm-rubric": _llm_rubric,
 }
 
 #: The agent budgets: their ``value`` is a whole number >= 0 (docs/assertions.md).
@@ -799,6 +691,11 @@ _BUDGETS: Final[Mapping[str, str]] = {
     "max-tool-calls": "tool calls",
     "max-tokens": "LLM tokens",
 }
+
+#: The types that ask an LLM judge: promptfoo's verdicts for them are recorded
+#: against a scripted grader (tests/oracles/promptfoo/rubric_cases.json), apart from
+#: the other types' oracle.
+JUDGED_TYPES: Final = frozenset({"llm-rubric"})
 
 #: The types that are ours, not promptfoo's (promptfoo's oracle cannot judge them):
 #: the agent budgets (tested in test_assertions.py) and ``tool-call``,
@@ -813,7 +710,6 @@ KNOWN_TYPES: Final[tuple[str, ...]] = tuple(
 
 #: promptfoo types this version does not run, and why (named in the error).
 _NOT_HERE: Final[Mapping[str, str]] = {
-    "llm-rubric": "it needs an LLM judge with a rubric, which this version does not have yet",
     "javascript": "JavaScript is not run here; write the check as a python assertion",
 }
 
@@ -1015,6 +911,11 @@ def _compile_one(item: Any, index: int, base_dir: str | None) -> Compiled:
                 f" got {_kind(value)}", index)
     elif base == "tool-call":
         prepared = _tool_call_value(item, where, index)
+    elif base == "llm-rubric":
+        if not isinstance(value, str) or not value.strip():
+            raise AssertionError_(
+                f"{where} needs a 'value': the rubric the judge applies, a non-empty string;"
+                f" got {_kind(value)}", index)
     elif base in ("latency", "cost"):
         if _number(item.get("threshold")) is None:
             raise AssertionError_(f"{where} needs a 'threshold' (a number: {'milliseconds' if base == 'latency' else 'dollars'})", index)
@@ -1389,6 +1290,8 @@ def run_asserts(
         res = _run_one(a, output, context)
         outcomes.append((a, res))
         entry: dict[str, Any] = {"type": a.type, "pass": res.passed, "score": res.score, "reason": res.reason}
+        if a.base in JUDGED_TYPES:
+            entry["rubric"] = str(a.value)  # the judge's reason is shown with it, pass or fail
         if a.metric:
             entry["metric"] = a.metric
         if a.weight != 1:
@@ -1426,10 +1329,12 @@ def _run_one(a: Compiled, output: str, context: Mapping[str, Any]) -> Result:
         score, passed = _aggregate(inner, a.threshold)
         failed = [r.reason for _, r in inner if not r.passed]
         return Result(passed, score, "All assertions passed" if passed else "; ".join(failed))
+    from ..errors import CtxBenchError
+
     try:
         return CHECKS[a.base](output, a, context)
-    except ExampleDataError:
-        raise
+    except CtxBenchError:
+        raise  # bad data, or the judge's own failure (LLMError, JudgeError)
     except Exception as exc:  # a python check's own error, above all
         raise ExampleDataError(f"the {a.type} assertion raised {type(exc).__name__}: {exc}") from exc
 
@@ -1448,13 +1353,31 @@ class Assertions:
 
     name = "assertions"
 
-    def __init__(self, base_dir: str | None = None) -> None:
+    def __init__(self, base_dir: str | None = None, judge: Any = None) -> None:
         self.base_dir = base_dir
         self._compiled: dict[str, tuple[Compiled, ...]] = {}
         self._lock = threading.Lock()
+        #: the judge of llm-rubric assertions: an LLMJudge, or the keyword
+        #: arguments of one (the run's --ctxbench-judge-* options), built on use
+        self.judge = judge
+        self._judge: Any = None
 
     def __repr__(self) -> str:
         return f"Assertions(base_dir={self.base_dir!r})"
+
+    def judge_for_rubrics(self) -> Any:
+        """The LLMJudge llm-rubric assertions ask (``None``: none configured)."""
+        if self.judge is None:
+            return None
+        if self._judge is None:
+            from .judges import LLMJudge
+
+            with self._lock:
+                if self._judge is None:
+                    self._judge = (
+                        self.judge if isinstance(self.judge, LLMJudge) else LLMJudge(**dict(self.judge))
+                    )
+        return self._judge
 
     def score(self, original: dict[str, Any], processed: dict[str, Any]) -> dict[str, float]:
         return self.score_details(original, processed)[0]
@@ -1500,6 +1423,8 @@ class Assertions:
             "tokens": facts.get("tokens"), "processed": processed,
             "tool_calls": processed.get("tool_calls"), "tools": original.get("tools"),
         }
+        if _uses(compiled, JUDGED_TYPES):
+            context["judge"] = self.judge_for_rubrics()
         if _uses_python(compiled):  # what a python check is given: copies
             context["python_context"] = {
                 "vars": _variables(original),
@@ -1514,7 +1439,17 @@ class Assertions:
 
 
 def _uses_python(compiled: Sequence[Compiled]) -> bool:
-    return any(a.base == "python" or _uses_python(a.inner) for a in compiled)
+    return _uses(compiled, {"python"})
+
+
+def _uses(compiled: Sequence[Compiled], types: Any) -> bool:
+    """Whether an assertion of ``types`` (base names) is in the list, sets included."""
+    return any(a.base in types or _uses(a.inner, types) for a in compiled)
+
+
+def uses_judge(compiled: Sequence[Compiled]) -> bool:
+    """Whether a compiled list holds an assertion that asks an LLM judge."""
+    return _uses(compiled, JUDGED_TYPES)
 
 
 def _variables(example: Mapping[str, Any]) -> dict[str, Any]:
@@ -1545,6 +1480,8 @@ def _details(results: list[dict[str, Any]], scores: Mapping[str, float], thresho
         counts[0] += bool(r["pass"])
         counts[1] += 1
         text = "pass" if r["pass"] else f"FAIL: {r['reason']}"
+        if "rubric" in r:
+            text = f"{'pass' if r['pass'] else 'FAIL'}: {r['reason']} [rubric: {r['rubric']}]"
         if r["score"] not in (0.0, 1.0):
             text += f" (score {r['score']:.4g})"
         if r.get("metric"):

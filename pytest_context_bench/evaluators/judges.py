@@ -2,7 +2,11 @@
 
 All three talk to an OpenAI-compatible endpoint through
 :class:`~pytest_context_bench.llm.LLMClient` (bounded retries, backoff, key never
-shown), send ``temperature=0`` and cache nothing.
+shown) and send ``temperature=0``. They keep no cache of their own: their requests
+go through the run's LLM cache and meter like every LLM call
+(:mod:`pytest_context_bench.transports`, docs/cache.md), as the evaluators' calls
+(``judge_usage``); a question asked again with ``repeat`` is keyed apart per
+repeat (:func:`~pytest_context_bench.calls.judge_repeat`).
 
 Failures are not scores. Upstream turned an unreachable judge or an unreadable reply
 into 0.0 ("every answer is terrible", UPSTREAM.md §7.1 item 11); here
@@ -16,17 +20,29 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import ConfigError, CtxBenchError
-from ..llm import LLMClient, LLMError
+from ..calls import judge_repeat
+from ..errors import ConfigError, CtxBenchError, ExampleDataError
+from ..llm import ChatResult, LLMClient, LLMError
+from .rubric import (
+    Rubric,
+    RubricError,
+    ScoreProblem,
+    parse_score,
+    rubric_of,
+    rubric_prompt,
+    weighted_rating,
+)
 
 __all__ = [
     "AnswerCorrectness",
     "JudgeError",
     "LLMJudge",
+    "MAX_REPEAT",
     "MemoryJudge",
+    "Rubric",
     "fbeta",
     "parse_rating",
     "parse_yes_no",
@@ -162,18 +178,35 @@ class _JudgeBase:
 
 
 class LLMJudge(_JudgeBase):
-    """An LLM rates the response from 1 to 5 against the reference; key ``judge_score``.
+    """An LLM scores the response; keys ``judge_score`` (and ``judge_pass`` with a
+    rubric).
 
-    ``judge_score = (rating - 1) / 4``, so 0.0, 0.25, 0.5, 0.75 or 1.0.
+    **Without a rubric** (the seeds' judge): a fixed question rates the response from
+    1 to 5 against the reference; ``judge_score = (rating - 1) / 4``, so 0.0, 0.25,
+    0.5, 0.75 or 1.0, and the suite's threshold decides. Reads
+    ``original["question"]`` (else ``original["context"]``), ``original["answer"]``
+    and ``processed["response"]``; returns ``{}`` when the example has no answer, or
+    neither question nor context, or there is no ``response`` key.
 
-    Reads ``original["question"]`` (else ``original["context"]``),
-    ``original["answer"]`` and ``processed["response"]``. Returns ``{}`` when the
-    example has no answer, or neither question nor context, or there is no
-    ``response`` key. A blank response scores 0.0 without calling the judge. A reply
-    without a valid rating (see :func:`parse_rating`) raises :class:`JudgeError`, and a
-    judge that fails after its retries raises
-    :class:`~pytest_context_bench.llm.LLMError`: the row becomes an error, never a
-    silent 0.
+    **With a rubric** (``rubric=`` here, or the example's ``rubric`` field, which
+    wins): the judge applies the team's criteria G-Eval style
+    (:mod:`~pytest_context_bench.evaluators.rubric`: criteria, evaluation steps, the
+    task and reference when the example has them, then ``Score: N`` on ``scale``);
+    ``judge_score`` is the score on [0, 1] and ``judge_pass`` (1.0 or 0.0) whether it
+    reaches ``pass_score``: that verdict, not the suite's threshold, decides the
+    row (:data:`~pytest_context_bench.metrics.scores.VERDICT_KEYS`). With
+    ``logprobs`` (the default) the request asks for the tokens' probabilities and
+    the score is their expectation over the scale's values when the endpoint sends
+    them (:func:`~.rubric.weighted_rating`), the plain score otherwise. The details
+    always hold the rubric, the rating, the verdict and the judge's reason.
+
+    Either way a blank response scores 0.0 without calling the judge; a reply
+    without a valid score (none, two, outside the scale: :func:`parse_rating`,
+    :func:`~.rubric.parse_score`) raises :class:`JudgeError`, and a judge that fails
+    after its retries :class:`~pytest_context_bench.llm.LLMError`: the row becomes
+    an error, never a silent 0. ``repeat=N`` asks N times (each repeat its own
+    cache entry): the score is the mean, the verdict the majority (a tie fails), the
+    spread is in the details.
 
     :param base_url: the judge's OpenAI-compatible endpoint, with or without ``/v1``.
     :param model: the judge model.
@@ -181,8 +214,17 @@ class LLMJudge(_JudgeBase):
     :param timeout: seconds per attempt.
     :param max_retries: retries after the first attempt.
     :param retry_base_delay: the first backoff delay in seconds.
-    :param max_tokens: the reply budget.
+    :param max_tokens: the reply budget (default 16 without a rubric, 300 with one).
     :param client: an :class:`LLMClient` to use instead of building one.
+    :param rubric: the criteria (a string), a :class:`~.rubric.Rubric`, or ``None``.
+    :param scale: ``(lowest, highest)`` of rubric scores (whole numbers, 0 to 10).
+    :param pass_score: the lowest passing rubric score (default: the middle of the
+        scale, rounded up).
+    :param steps: the evaluation steps of a rubric (default
+        :data:`~.rubric.DEFAULT_STEPS`).
+    :param logprobs: ask for token probabilities with a rubric.
+    :param repeat: how many times to ask (``--ctxbench-judge-repeat``).
+    :raises ConfigError: for a bad rubric, scale, pass score or repeat.
     """
 
     name = "llm_judge"
@@ -195,22 +237,51 @@ class LLMJudge(_JudgeBase):
         timeout: float = 60.0,
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
-        max_tokens: int = 16,
+        max_tokens: int | None = None,
         client: LLMClient | None = None,
+        *,
+        rubric: str | Rubric | None = None,
+        scale: tuple[int, int] = (1, 5),
+        pass_score: float | None = None,
+        steps: Sequence[str] | None = None,
+        logprobs: bool = True,
+        repeat: int = 1,
     ) -> None:
         _JudgeBase.__init__(
             self, base_url, model, api_key, timeout, max_retries, retry_base_delay, client
         )
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ConfigError(f"LLMJudge max_tokens must be a whole number >= 1, got {max_tokens!r}.")
         self.max_tokens = max_tokens
+        try:
+            # The defaults every rubric of an example falls back on, checked now.
+            Rubric("check", tuple(steps or ()), tuple(scale), pass_score)  # type: ignore[arg-type]
+            self.rubric = None if rubric is None else rubric_of(
+                rubric, scale=tuple(scale), pass_score=pass_score,  # type: ignore[arg-type]
+                steps=tuple(steps or ()), field="rubric=")
+        except RubricError as exc:
+            raise ConfigError(f"LLMJudge: {exc}.") from None
+        self.scale = (int(scale[0]), int(scale[1]))
+        self.pass_score = pass_score
+        self.steps = tuple(steps or ())
+        self.logprobs = bool(logprobs)
+        self.repeat = _check_repeat(repeat, "LLMJudge")
+
+    def __repr__(self) -> str:
+        extra = "" if self.rubric is None else f", rubric={_clip(self.rubric.criteria, 60)!r}"
+        return f"LLMJudge(model={self.model!r}, client={self.client!r}{extra})"
 
     def score(
         self, original: dict[str, Any], processed: dict[str, Any]
     ) -> dict[str, float]:
-        """Rate one response.
+        """Score one response.
 
-        :param original: the example (``question`` or ``context``, ``answer``).
+        :param original: the example (``question`` or ``context``, ``answer``,
+            ``rubric``).
         :param processed: the System's output (``response``).
-        :raises JudgeError: when the reply has no valid rating.
+        :raises JudgeError: when the reply has no valid score.
         :raises LLMError: when the judge cannot be reached after its retries.
         """
         return self.score_details(original, processed)[0]
@@ -218,22 +289,24 @@ class LLMJudge(_JudgeBase):
     def score_details(
         self, original: dict[str, Any], processed: dict[str, Any]
     ) -> tuple[dict[str, float], dict[str, Any]]:
-        """Like :meth:`score`, also returning why (empty at full marks):
-        ``verdict`` (``"rating 2 of 5"``) and ``rationale`` (the judge's reply).
+        """Like :meth:`score`, also returning why: without a rubric (empty at full
+        marks) ``verdict`` (``"rating 2 of 5"``) and ``rationale`` (the judge's
+        reply); with one, always ``rubric``, ``rating``, ``scale``, ``verdict`` and
+        ``judge_reason`` (see docs/llm.md).
 
-        :raises JudgeError: when the reply has no valid rating.
+        :raises JudgeError: when the reply has no valid score.
         :raises LLMError: when the judge cannot be reached after its retries.
         """
-        prompt = self._prompt(original, processed)
-        if not isinstance(prompt, str):
-            return prompt, _blank_details(prompt, "judge_score")
-        reply = self.client.chat(
-            [{"role": "user", "content": prompt}],
-            self.model,
-            temperature=0,
-            max_tokens=self.max_tokens,
-        )
-        return self._rated(reply.text)
+        plan = self._plan(original, processed)
+        if isinstance(plan, tuple):
+            return plan
+        readings = []
+        for index in range(1, self.repeat + 1):
+            with judge_repeat(index):
+                reply = self._checked_call(plan, lambda: self.client.chat(
+                    [{"role": "user", "content": plan.prompt}], self.model, **plan.params))
+            readings.append(plan.read(reply))
+        return plan.combine(readings)
 
     async def ascore(
         self, original: dict[str, Any], processed: dict[str, Any]
@@ -246,21 +319,88 @@ class LLMJudge(_JudgeBase):
         self, original: dict[str, Any], processed: dict[str, Any]
     ) -> tuple[dict[str, float], dict[str, Any]]:
         """:meth:`score_details` for coroutines."""
+        plan = self._plan(original, processed)
+        if isinstance(plan, tuple):
+            return plan
+        readings = []
+        for index in range(1, self.repeat + 1):
+            with judge_repeat(index):
+                try:
+                    reply = await self.client.achat(
+                        [{"role": "user", "content": plan.prompt}], self.model, **plan.params)
+                except LLMError as exc:
+                    raise self._refused(plan, exc) from None
+            readings.append(plan.read(reply))
+        return plan.combine(readings)
+
+    def _checked_call(self, plan: _Plan, call: Callable[[], ChatResult]) -> ChatResult:
+        try:
+            return call()
+        except LLMError as exc:
+            raise self._refused(plan, exc) from None
+
+    @staticmethod
+    def _refused(plan: _Plan, exc: LLMError) -> LLMError:
+        """``exc``, saying how to turn logprobs off when the endpoint refused a
+        request that asked for them (HTTP 400 or 422)."""
+        if plan.params.get("logprobs") and getattr(exc, "status", None) in (400, 422):
+            return LLMError(
+                f"{exc} (the judge's request asked for logprobs: for an endpoint that"
+                " refuses them, pass --ctxbench-judge-no-logprobs, or LLMJudge(logprobs=False))",
+                url=exc.url, status=exc.status, attempts=exc.attempts,
+            )
+        return exc
+
+    def _plan(
+        self, original: dict[str, Any], processed: dict[str, Any]
+    ) -> _Plan | tuple[dict[str, float], dict[str, Any]]:
+        """What to ask, or the scores and details when no call is needed."""
+        rubric = self.rubric
+        if original.get("rubric") is not None:
+            try:
+                rubric = rubric_of(original["rubric"], scale=self.scale,
+                                   pass_score=self.pass_score, steps=self.steps)
+            except RubricError as exc:
+                raise ExampleDataError(str(exc)) from None
+        if rubric is not None:
+            return self._rubric_plan(rubric, original, processed)
         prompt = self._prompt(original, processed)
         if not isinstance(prompt, str):
             return prompt, _blank_details(prompt, "judge_score")
-        reply = await self.client.achat(
-            [{"role": "user", "content": prompt}],
-            self.model,
-            temperature=0,
-            max_tokens=self.max_tokens,
+        return _Plan(self, prompt, {"temperature": 0, "max_tokens": self.max_tokens or 16}, None)
+
+    def _rubric_plan(
+        self, rubric: Rubric, original: dict[str, Any], processed: dict[str, Any]
+    ) -> _Plan | tuple[dict[str, float], dict[str, Any]]:
+        if "response" not in processed:
+            return {}, {}
+        response = _text(processed["response"])
+        if not response.strip():
+            return {"judge_score": 0.0, "judge_pass": 0.0}, {
+                "reason": "the response is empty (the judge was not asked)",
+                "rubric": _clip(rubric.criteria, _RATIONALE),
+            }
+        task = original.get("question")
+        if task is None:
+            task = original.get("context", original.get("prompt"))
+        answer = original.get("answer")
+        prompt = rubric_prompt(
+            rubric,
+            response,
+            task=None if task is None else _text(task),
+            reference=None if answer is None else _text(answer),
         )
-        return self._rated(reply.text)
+        params: dict[str, Any] = {"temperature": 0, "max_tokens": self.max_tokens or 300}
+        if self.logprobs:
+            values = rubric.scale[1] - rubric.scale[0] + 1
+            params.update(logprobs=True, top_logprobs=min(20, 2 * values))
+        return _Plan(self, prompt, params, rubric)
 
     def _prompt(
         self, original: dict[str, Any], processed: dict[str, Any]
     ) -> str | dict[str, float]:
-        """The prompt to send, or the scores when no call is needed."""
+        """The prompt to send without a rubric, or the scores when no call is
+        needed."""
         question = original.get("question")
         if question is None:
             question = original.get("context")
@@ -279,21 +419,132 @@ class LLMJudge(_JudgeBase):
             question=_text(question), reference=_text(answer), response=response
         )
 
-    @staticmethod
-    def _rated(text: str) -> tuple[dict[str, float], dict[str, Any]]:
-        rating = parse_rating(text)
-        scores = {"judge_score": (rating - 1) / 4.0}
-        if rating == 5:
-            return scores, {}
-        verdict = f"rating {rating} of 5"
-        details: dict[str, Any] = {
-            "reason": f"the judge rated the response {rating} of 5",
+
+def _check_repeat(repeat: Any, who: str) -> int:
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= MAX_REPEAT:
+        raise ConfigError(
+            f"{who} repeat must be a whole number from 1 to {MAX_REPEAT}, got {repeat!r}."
+        )
+    return repeat
+
+
+#: The most times a judge may be asked the same question (--ctxbench-judge-repeat).
+MAX_REPEAT = 100
+
+
+class _Plan:
+    """One question to the judge (a rubric's, or the fixed 1-5 one) and how to read
+    and combine its answers."""
+
+    def __init__(
+        self, judge: LLMJudge, prompt: str, params: dict[str, Any], rubric: Rubric | None
+    ) -> None:
+        self.judge = judge
+        self.prompt = prompt
+        self.params = params
+        self.rubric = rubric
+
+    def read(self, reply: ChatResult) -> dict[str, Any]:
+        """One answer: ``{"rating", "reason", ...}`` (raises JudgeError)."""
+        if self.rubric is None:
+            return {"rating": float(parse_rating(reply.text)), "text": reply.text}
+        try:
+            reading = parse_score(reply.text, self.rubric.scale)
+        except ScoreProblem as exc:
+            raise JudgeError(f"the judge's reply {exc}: {_snippet(reply.text)!r}") from None
+        out: dict[str, Any] = {"rating": float(reading.rating), "score": reading.rating,
+                               "reason": reading.reason}
+        if self.params.get("logprobs"):
+            weighted = weighted_rating(reply.raw, reply.text, reading, self.rubric.scale)
+            if isinstance(weighted, str):
+                out["logprobs"] = weighted
+            else:
+                out["rating"], out["probabilities"] = weighted
+        return out
+
+    def combine(self, readings: list[dict[str, Any]]) -> tuple[dict[str, float], dict[str, Any]]:
+        n = len(readings)
+        ratings = [r["rating"] for r in readings]
+        mean = math.fsum(ratings) / n
+        if self.rubric is None:
+            scores = {"judge_score": (mean - 1) / 4.0}
+            if n == 1:
+                return _rated_once(int(ratings[0]), readings[0]["text"])
+            details: dict[str, Any] = {"repeats": _spread(ratings, None)}
+            if mean < 5:
+                details = {"reason": f"the judge rated the response {_num(mean)} of 5"
+                                     f" (mean of {n})",
+                           "verdict": f"rating {_num(mean)} of 5", **details}
+                rationale = _rationale(readings[0]["text"])
+                if rationale:
+                    details["rationale"] = rationale
+            return scores, details
+        rubric = self.rubric
+        lo, hi = rubric.scale
+        mark = rubric.passing
+        passes = [r >= mark for r in ratings]
+        passed = sum(passes) * 2 > n
+        scores = {"judge_score": min(1.0, max(0.0, rubric.normalised(mean))),
+                  "judge_pass": 1.0 if passed else 0.0}
+        verdict = "pass" if passed else "fail"
+        what = f"scored {_num(mean)}" + (f" (mean of {n})" if n > 1 else "")
+        details = {
+            "reason": f"the judge {what} on {lo}-{hi} (pass >= {mark:g}): {verdict}",
+            "judge_reason": readings[0]["reason"],
+            "rubric": _clip(rubric.criteria, _RATIONALE),
             "verdict": verdict,
+            "rating": round(mean, 4),
+            "scale": [lo, hi],
+            "pass_score": mark,
         }
-        rationale = _rationale(text)
-        if rationale:
-            details["rationale"] = rationale
+        if "probabilities" in readings[0] and n == 1:
+            details["score_token"] = readings[0]["score"]
+            details["probabilities"] = {k: round(v, 4) for k, v in readings[0]["probabilities"].items()}
+        elif "logprobs" in readings[0]:
+            details["logprobs"] = f"plain score: {readings[0]['logprobs']}"
+        if n > 1:
+            details["repeats"] = _spread(ratings, passes)
+            details["judge_reasons"] = [r["reason"] for r in readings]
         return scores, details
+
+
+def _spread(ratings: list[float], passes: list[bool] | None) -> dict[str, Any]:
+    """How N answers to one question differ: each rating, min, max, stdev, and how
+    many passed."""
+    n = len(ratings)
+    mean = math.fsum(ratings) / n
+    out: dict[str, Any] = {
+        "n": n,
+        "ratings": [round(r, 4) for r in ratings],
+        "min": round(min(ratings), 4),
+        "max": round(max(ratings), 4),
+        "stdev": round(math.sqrt(math.fsum((r - mean) ** 2 for r in ratings) / (n - 1)), 4)
+        if n > 1 else 0.0,
+    }
+    if passes is not None:
+        out["passed"] = f"{sum(passes)} of {n}" + (
+            " (a tie fails)" if sum(passes) * 2 == n else "")
+    return out
+
+
+def _num(x: float) -> str:
+    return f"{x:.4g}"
+
+
+def _rated_once(rating: int, text: str) -> tuple[dict[str, float], dict[str, Any]]:
+    """The fixed question's one answer as scores and details (empty at 5)."""
+    scores = {"judge_score": (rating - 1) / 4.0}
+    if rating == 5:
+        return scores, {}
+    verdict = f"rating {rating} of 5"
+    details: dict[str, Any] = {
+        "reason": f"the judge rated the response {rating} of 5",
+        "verdict": verdict,
+    }
+    rationale = _rationale(text)
+    if rationale:
+        details["rationale"] = rationale
+    return scores, details
 
 
 # -- MemoryJudge ------------------------------------------------------------------------
@@ -352,6 +603,11 @@ class MemoryJudge(_JudgeBase):
     :param max_retries: retries on 429/5xx, timeouts and dropped connections.
     :param retry_base_delay: the first backoff delay in seconds.
     :param client: an :class:`LLMClient` to use instead of building one.
+    :param repeat: how many times to ask (``--ctxbench-judge-repeat``, each repeat
+        its own cache entry): ``memory_judge`` is the majority (1.0 when more than
+        half said YES; a tie is 0.0), ``memory_judge_raw`` the share of YES, and the
+        details list every answer. One failed answer makes the whole 0.0 with its
+        ``judge_error``, as a single one does.
     """
 
     name = "memory_judge"
@@ -365,10 +621,13 @@ class MemoryJudge(_JudgeBase):
         max_retries: int = 3,
         retry_base_delay: float = 1.0,
         client: LLMClient | None = None,
+        *,
+        repeat: int = 1,
     ) -> None:
         _JudgeBase.__init__(
             self, base_url, model, api_key, timeout, max_retries, retry_base_delay, client
         )
+        self.repeat = _check_repeat(repeat, "MemoryJudge")
 
     def score(
         self, original: dict[str, Any], processed: dict[str, Any]
@@ -392,16 +651,20 @@ class MemoryJudge(_JudgeBase):
         prompt = self._prompt(original, processed)
         if not isinstance(prompt, str):
             return prompt
-        try:
-            reply = self.client.chat(
-                [{"role": "user", "content": prompt}],
-                self.model,
-                temperature=0,
-                max_tokens=64,
-            )
-        except LLMError as exc:
-            return _both(0.0), _judge_failed(str(exc))
-        return self._verdict(reply.text)
+        texts = []
+        for index in range(1, self.repeat + 1):
+            try:
+                with judge_repeat(index):
+                    reply = self.client.chat(
+                        [{"role": "user", "content": prompt}],
+                        self.model,
+                        temperature=0,
+                        max_tokens=64,
+                    )
+            except LLMError as exc:
+                return _both(0.0), _judge_failed(str(exc))
+            texts.append(reply.text)
+        return self._verdicts(texts)
 
     async def ascore_details(
         self, original: dict[str, Any], processed: dict[str, Any]
@@ -410,16 +673,20 @@ class MemoryJudge(_JudgeBase):
         prompt = self._prompt(original, processed)
         if not isinstance(prompt, str):
             return prompt
-        try:
-            reply = await self.client.achat(
-                [{"role": "user", "content": prompt}],
-                self.model,
-                temperature=0,
-                max_tokens=64,
-            )
-        except LLMError as exc:
-            return _both(0.0), _judge_failed(str(exc))
-        return self._verdict(reply.text)
+        texts = []
+        for index in range(1, self.repeat + 1):
+            try:
+                with judge_repeat(index):
+                    reply = await self.client.achat(
+                        [{"role": "user", "content": prompt}],
+                        self.model,
+                        temperature=0,
+                        max_tokens=64,
+                    )
+            except LLMError as exc:
+                return _both(0.0), _judge_failed(str(exc))
+            texts.append(reply.text)
+        return self._verdicts(texts)
 
     async def ascore(
         self, original: dict[str, Any], processed: dict[str, Any]
@@ -446,6 +713,35 @@ class MemoryJudge(_JudgeBase):
         return _MEMORY_PROMPT.format(
             question=_text(original["question"]), gold=gold, response=response
         )
+
+    def _verdicts(self, texts: list[str]) -> tuple[dict[str, float], dict[str, Any]]:
+        """One answer's verdict (:meth:`_verdict`), or the majority of several."""
+        if len(texts) == 1:
+            return self._verdict(texts[0])
+        said = [parse_yes_no(t) for t in texts]
+        if None in said:
+            bad = said.index(None)
+            return _both(0.0), {
+                **_judge_failed(f"the judge's reply {bad + 1} of {len(texts)} has"
+                                " neither YES nor NO"),
+                "reply": _snippet(texts[bad]),
+            }
+        yes = sum(1 for v in said if v)
+        n = len(said)
+        majority = yes * 2 > n
+        details: dict[str, Any] = {
+            "verdict": "YES" if majority else "NO",
+            "repeats": {"n": n, "answers": ["YES" if v else "NO" for v in said],
+                        "yes": f"{yes} of {n}" + (" (a tie is NO)" if yes * 2 == n else "")},
+        }
+        if not majority:
+            details = {"reason": f"the judge said NO in {n - yes} of {n} answers",
+                       **details}
+            rationale = _rationale(next(t for t, v in zip(texts, said) if not v))
+            if rationale:
+                details["rationale"] = rationale
+        return {"memory_judge": 1.0 if majority else 0.0,
+                "memory_judge_raw": yes / n}, details
 
     @staticmethod
     def _verdict(text: str) -> tuple[dict[str, float], dict[str, Any]]:
@@ -854,3 +1150,41 @@ class AnswerCorrectness:
         reason = f"answer correctness {out['answer_correctness']:.3g}"
         return out, {"reason": reason + (f" ({', '.join(parts)})" if parts else ""),
                      **details}
+
+
+# -- llm-rubric -------------------------------------------------------------------------
+
+
+def grade_llm_rubric(
+    judge: LLMJudge, rubric: str, output: str, threshold: float | None, inverse: bool
+) -> tuple[bool, float, str]:
+    """The verdict of an ``llm-rubric`` assertion (:mod:`.llm_rubric`: promptfoo's
+    prompt and rules) from ``judge``'s endpoint and model, asked ``judge.repeat``
+    times (each its own cache entry): the majority verdict (a tie fails) and the
+    mean score.
+
+    :raises JudgeError: a reply that gives no verdict.
+    :raises LLMError: a judge that cannot be reached.
+    """
+    from .llm_rubric import GradingProblem, grading_messages, read_grading
+
+    messages = grading_messages(rubric, output)
+    answers: list[tuple[bool, float, str]] = []
+    for index in range(1, judge.repeat + 1):
+        with judge_repeat(index):
+            reply = judge.client.chat(messages, judge.model, temperature=0)
+        try:
+            answers.append(read_grading(reply.text, threshold, inverse))
+        except GradingProblem as exc:
+            raise JudgeError(
+                f"the llm-rubric judge's reply {exc}: {_snippet(reply.text)!r}"
+            ) from None
+    if len(answers) == 1:
+        return answers[0]
+    n = len(answers)
+    passes = sum(1 for ok, _, _ in answers if ok)
+    score = math.fsum(s for _, s, _ in answers) / n
+    tie = " (a tie fails)" if passes * 2 == n else ""
+    scores = ", ".join(f"{s:.3g}" for _, s, _ in answers)
+    reason = f"{answers[0][2]} [{passes} of {n} answers passed{tie}; scores {scores}]"
+    return passes * 2 > n, score, reason

@@ -25,6 +25,8 @@ __all__ = [
     "ASSERT_SCORE",
     "DEFAULT_SCORE_FIELD",
     "ErrorRate",
+    "JUDGE_PASS",
+    "JUDGE_SCORE",
     "MeanScore",
     "PassRate",
     "PerDatasetBreakdown",
@@ -39,10 +41,16 @@ DEFAULT_SCORE_FIELD = "f1"
 
 #: A primary score whose evaluator decides pass or fail itself: score key → the key
 #: of its verdict (1.0 pass, 0.0 fail). For such a row the suite's threshold does
-#: not apply: an example's assertions pass or fail it (docs/assertions.md).
+#: not apply: an example's assertions pass or fail it (docs/assertions.md), and a
+#: rubric judge's pass score does (docs/llm.md, "Rubrics"). A row with the score
+#: but not the verdict (LLMJudge without a rubric) is held to the threshold.
 ASSERT_SCORE = "assert_score"
 ASSERT_PASS = "assert_pass"
-VERDICT_KEYS: Mapping[str, str] = MappingProxyType({ASSERT_SCORE: ASSERT_PASS})
+JUDGE_SCORE = "judge_score"
+JUDGE_PASS = "judge_pass"
+VERDICT_KEYS: Mapping[str, str] = MappingProxyType(
+    {ASSERT_SCORE: ASSERT_PASS, JUDGE_SCORE: JUDGE_PASS}
+)
 
 
 def score_passes(scores: Mapping[str, Any], field: str | None, threshold: float) -> bool | None:

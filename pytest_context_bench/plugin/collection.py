@@ -92,7 +92,7 @@ class SuiteSpec:
 
                 path = getattr(ds, "path", None)
                 base = os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None
-                evs.append(Assertions(base_dir=base))
+                evs.append(Assertions(base_dir=base, judge=_rubric_judge(evs, self.evaluator_options)))
             self._evaluators[ds_pos] = evs
         return evs
 
@@ -199,6 +199,54 @@ class DatasetCache:
         return tuple(out)
 
 
+def _rubric_judge(evaluators: list[Any], options: dict[str, dict[str, Any]]) -> Any:
+    """The judge of llm-rubric assertions: an LLMJudge among ``evaluators`` (the
+    marker's), else the run's (--ctxbench-judge-url), else ``None``."""
+    for ev in evaluators:
+        if getattr(ev, "name", None) == "llm_judge":
+            return ev
+    judge = options.get("judge")
+    if not judge:
+        return None
+    from ..evaluators import _shared_instance, judge_kwargs
+    from ..evaluators.judges import LLMJudge
+
+    return _shared_instance(LLMJudge, judge_kwargs("LLMJudge", judge))
+
+
+def check_judge_needed(
+    datasets: tuple[Dataset, ...],
+    options: dict[str, Any],
+    evaluators: tuple[Any, ...] | None,
+    where: str,
+) -> None:
+    """Refuse, before any example runs, examples that need an LLM judge (a ``rubric``
+    field, an ``llm-rubric`` assertion) in a run that has none: every such row would
+    be an error, or go unscored."""
+    from ..evaluators import check_judged
+
+    for ds in datasets:
+        wants = {}
+        if "rubric" in getattr(ds, "evaluator_fields", ()):
+            wants["rubric"] = ""
+        if getattr(ds, "judge_assertions", False):
+            wants["llm-rubric"] = ""
+        if not wants:
+            continue
+        evs = list(evaluators or ())
+        if any(getattr(e, "name", None) == "llm_judge" for e in evs):
+            # The marker's own LLMJudge also grades the llm-rubric assertions.
+            return
+        problem = check_judged(wants, evs, options)
+        if problem is not None:
+            path = getattr(ds, "path", ds.tag)
+            raise pytest.UsageError(
+                f"{where}: {ds.tag} ({path}): {problem};"
+                " give the judge's endpoint with --ctxbench-judge-url=URL (docs/llm.md,"
+                " \"Rubrics\")"
+            )
+
+
 def check_score_field(
     field: str | None,
     datasets: tuple[Dataset, ...],
@@ -248,6 +296,7 @@ def load_evaluators(settings: Settings) -> tuple[Any, ...]:
 
 def spec_from_settings(settings: Settings, datasets: tuple[Dataset, ...]) -> SuiteSpec:
     extra = load_evaluators(settings)
+    check_judge_needed(datasets, settings.evaluator_options, extra, "--ctxbench-dataset")
     check_score_field(
         settings.score_field, datasets, settings.evaluator_options,
         settings.where.get("ctxbench_score_field", "--ctxbench-score-field"),
@@ -309,6 +358,7 @@ def spec_from_marker(
             warnings.warn(pytest.PytestWarning(
                 f"{where_base}: {ds.tag} ({getattr(ds, 'path', ds.tag)}): not run here: "
                 + "; ".join(ds.notes)))
+    check_judge_needed(datasets, settings.evaluator_options, values.get("evaluators"), where_base)
     limits = dict(settings.limits)
     for name in limits:
         if name in values:

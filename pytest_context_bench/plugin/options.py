@@ -229,6 +229,37 @@ JUDGE_RETRIES = _opt(
     "Retries of a judge request after the first attempt; 0 for none. Default: 3",
     "N",
 )
+JUDGE_REPEAT = _opt(
+    "judge-repeat",
+    "int",
+    "Ask the judge N times per example, each answer its own cache entry: the mean"
+    " score, the majority verdict (a tie fails) and the spread in the details."
+    " Default: 1",
+    "N",
+)
+JUDGE_NO_LOGPROBS = _opt(
+    "judge-no-logprobs",
+    "bool",
+    "Do not ask the judge's endpoint for token probabilities (for an endpoint that"
+    " refuses logprobs): a rubric's score is then the plain score, not the"
+    " probability-weighted one",
+)
+JUDGE_LABELS = _opt(
+    "judge-labels",
+    "str",
+    "People's labels of examples, a JSONL file of {example_id, label} (pass/fail or"
+    " a score on the judge's scale): the judge's agreement with them is measured and"
+    " reported",
+    "PATH",
+)
+MIN_JUDGE_KAPPA = _opt(
+    "min-judge-kappa",
+    "float",
+    "With --ctxbench-judge-labels: when the judge agrees with the labels less than"
+    " this (Cohen's kappa; quadratic-weighted for scores), the gates of suites the"
+    " judge scores are reported but not enforced",
+    "K",
+)
 TASK = _opt(
     "task",
     "str",
@@ -482,6 +513,10 @@ OPTIONS: tuple[Option, ...] = (
     PROXY_RETRIES,
     JUDGE_TIMEOUT,
     JUDGE_RETRIES,
+    JUDGE_REPEAT,
+    JUDGE_NO_LOGPROBS,
+    JUDGE_LABELS,
+    MIN_JUDGE_KAPPA,
     TASK,
     DATA_DIR,
     SAMPLE,
@@ -519,6 +554,8 @@ OPTIONS: tuple[Option, ...] = (
 #: Trials per example at most (--ctxbench-repeat, repeat=): each trial of each
 #: example is one pytest item, built at collection time.
 MAX_REPEAT = 1000
+#: Times a judge may be asked the same question at most (--ctxbench-judge-repeat).
+MAX_JUDGE_REPEAT = 100
 #: Seconds per program at most (--ctxbench-code-timeout): a day.
 MAX_CODE_TIMEOUT = 86400.0
 #: Options naming a file the run writes. Every one is checked before the first
@@ -699,6 +736,11 @@ class Settings:
     no_status: bool = False
     #: which rows keep their LLM call records (--ctxbench-transcripts)
     transcripts: str = "failing"
+    #: people's labels of examples (--ctxbench-judge-labels), or None
+    judge_labels: Path | None = None
+    #: the agreement below which judge-scored gates are not enforced
+    #: (--ctxbench-min-judge-kappa), or None
+    min_judge_kappa: float | None = None
 
     @property
     def active(self) -> bool:
@@ -922,6 +964,21 @@ class Settings:
         task_raw, task_cli = get(TASK)
         task = _check_family(task_raw, TASK.where(task_cli)) if task_raw else None
         code: dict[str, Any] = {}
+        judge_repeat = integer(JUDGE_REPEAT, 1, MAX_JUDGE_REPEAT)
+        no_logprobs, nl_cli = get(JUDGE_NO_LOGPROBS)
+        for opt, given, cli in (
+            (JUDGE_REPEAT, judge_repeat is not None, get(JUDGE_REPEAT)[1]),
+            (JUDGE_NO_LOGPROBS, bool(no_logprobs), nl_cli),
+        ):
+            if given and not judge_url:
+                raise pytest.UsageError(
+                    f"{opt.where(cli)} needs {JUDGE_URL.flag} (the judge it applies to)"
+                )
+        if judge_repeat is not None and judge_repeat > 1:
+            judge_client["repeat"] = judge_repeat
+        if no_logprobs:
+            judge_client["logprobs"] = False
+        judge_labels, min_kappa = _judge_labels(get, invdir, inidir)
         evaluator_options: dict[str, dict[str, Any]] = {}
         if judge_url:
             evaluator_options["judge"] = {
@@ -1031,6 +1088,8 @@ class Settings:
             familywise=_familywise(get),
             allow_empty=bool(get(ALLOW_EMPTY)[0]),
             outputs=outputs,
+            judge_labels=judge_labels,
+            min_judge_kappa=min_kappa,
         )
 
     def selection(self) -> Any:
@@ -1039,6 +1098,36 @@ class Settings:
         from ..datasets.selection import Selection
 
         return Selection(self.limit, self.sample, self.seed, self.shard)
+
+
+def _judge_labels(
+    get: Callable[[Option], tuple[Any, bool]], invdir: Path, inidir: Path
+) -> tuple[Path | None, float | None]:
+    """(--ctxbench-judge-labels, --ctxbench-min-judge-kappa), validated: the file
+    exists and reads (each bad line is one error naming it), and the kappa needs
+    the labels."""
+    raw, from_cli = get(JUDGE_LABELS)
+    kappa_raw, kappa_cli = get(MIN_JUDGE_KAPPA)
+    path = None
+    if raw:
+        path = Path(str(raw))
+        if not path.is_absolute():
+            path = (invdir if from_cli else inidir) / path
+        from ..agreement import LabelsError, read_labels
+
+        try:
+            read_labels(path)
+        except LabelsError as exc:
+            raise pytest.UsageError(f"{JUDGE_LABELS.where(from_cli)}: {exc}") from None
+    kappa = None
+    if kappa_raw is not None:
+        if path is None:
+            raise pytest.UsageError(
+                f"{MIN_JUDGE_KAPPA.where(kappa_cli)} needs {JUDGE_LABELS.flag}=PATH (the"
+                " people's labels the judge's agreement is measured against)"
+            )
+        kappa = parse_float(kappa_raw, MIN_JUDGE_KAPPA.where(kappa_cli), lo=-1.0, hi=1.0)
+    return path, kappa
 
 
 def _familywise(get: Callable[[Option], tuple[Any, bool]]) -> str:

@@ -67,6 +67,10 @@ def input_files(
         out.append(
             (settings.where.get(BASELINE.dest, BASELINE.flag), settings.baseline)
         )
+    if settings.judge_labels is not None:
+        from .options import JUDGE_LABELS
+
+        out.append((JUDGE_LABELS.flag, settings.judge_labels))
     tokenizer = settings.tokenizer
     if tokenizer and ("/" in tokenizer or tokenizer.endswith((".tiktoken", ".gz"))):
         out.append(

@@ -386,6 +386,9 @@ class Controller:
             self.problems.append(unknown)
             session.testsfailed += 1
         self._check_score_fields(session)
+        labels = self._labels()
+        if labels is None and self.settings.judge_labels is not None:
+            session.testsfailed += 1  # the labels became unreadable during the run
         # Marked tests' datasets are known only now (under xdist the controller
         # never loads them): a changed one voids the comparison.
         self.verdict = judge(
@@ -397,6 +400,8 @@ class Controller:
             fingerprints=self.fingerprints() if self.baseline is not None else None,
             seed=self.settings.seed or 0,
             familywise=self.settings.familywise,
+            labels=labels,
+            min_kappa=self.settings.min_judge_kappa if labels is not None else None,
         )
         self.comparison = self.verdict.comparison
         if self.verdict.baseline_error is not None:
@@ -449,6 +454,19 @@ class Controller:
                 # An output that was asked for and not written fails the run (the
                 # table and the reason still print).
                 session.testsfailed += 1
+
+    def _labels(self) -> Any:
+        """People's labels (--ctxbench-judge-labels), read again (they were checked
+        when the options were read), or ``None``."""
+        if self.settings.judge_labels is None:
+            return None
+        from ..agreement import LabelsError, read_labels
+
+        try:
+            return read_labels(self.settings.judge_labels)
+        except LabelsError as exc:  # changed on disk during the run
+            self.problems.append(f"FAILED {exc}")
+            return None
 
     def _check_step_summary(self, config: pytest.Config) -> None:
         """Refuse, at the end, a ``$GITHUB_STEP_SUMMARY`` that names code imported
@@ -640,7 +658,7 @@ class Controller:
         from ..report import to_json_dict, write_json
         from ..results import json_safe
         from ..urls import redact
-        from ..verdict import comparison_doc
+        from ..verdict import agreement_doc, comparison_doc
 
         assert self.report is not None
         workers = getattr(config.option, "numprocesses", None)
@@ -681,6 +699,9 @@ class Controller:
         comparison = comparison_doc(self.verdict) if self.verdict is not None else None
         if comparison is not None:
             doc["baseline_comparison"] = comparison
+        agreement = agreement_doc(self.verdict) if self.verdict is not None else None
+        if agreement is not None:
+            doc["judge_agreement"] = agreement
         self._write_views(doc)
         if self.settings.json_path is not None:
             path: Path = self.settings.json_path
@@ -778,6 +799,10 @@ class Controller:
             comparison_lines(self.verdict, self.gate_enforced) if self.verdict else ()
         ):
             tr.write_line(text, **markup)
+        gating = self.verdict.gating if self.verdict is not None else None
+        if gating is not None:
+            for text in gating.lines():
+                tr.write_line(text, yellow="NOT ENFORCED" in text)
         if self.settings.json_path is not None:
             if self.json_error:
                 tr.write_line(self.json_error, red=True)
@@ -846,8 +871,10 @@ def log_verdicts(
     for v in verdicts:
         suite = dict(v.properties).get("suite")
         why = (partial or {}).get(str(suite)) if suite is not None else None
-        enforced = run_enforced and why is None
+        enforced = run_enforced and why is None and v.not_enforced is None
         why_not = run_why if why is None else f"partial suite: {why}"
+        if v.not_enforced is not None:
+            why_not = v.not_enforced
         # A suite is named after a System: its name is data.
         nodeid = inert(v.nodeid)
         location = ("ctxbench", None, inert(v.name))
@@ -855,7 +882,7 @@ def log_verdicts(
         for when in ("setup", "call", "teardown"):
             outcome = "passed"
             longrepr: Any = None
-            if when == "call" and not v.passed:
+            if when == "call" and (not v.passed or v.not_enforced is not None):
                 message = inert(v.message)
                 if enforced:
                     # Lines that fit the terminal (pytest prints the text as is).
@@ -869,7 +896,7 @@ def log_verdicts(
                     longrepr = (
                         "ctxbench",
                         0,
-                        f"Skipped: not enforced ({why_not}): {message}",
+                        f"Skipped: not enforced ({inert(why_not)}): {message}",
                     )
             report = GateReport(
                 nodeid=nodeid,

@@ -55,6 +55,9 @@ class ReportComparison:
     flipped: list[dict[str, Any]] = field(default_factory=list)
     only_a: list[str] = field(default_factory=list)
     only_b: list[str] = field(default_factory=list)
+    #: ``ctxbench compare --judge-url``: the pairwise judge's counts (each flipped
+    #: entry then has ``pairwise``), else ``None``
+    pairwise: dict[str, Any] | None = None
 
     @property
     def worse(self) -> list[dict[str, Any]]:
@@ -74,6 +77,8 @@ class ReportComparison:
         notes = []
         if self.only_a or self.only_b:
             notes.append(self.scope_line())
+        if self.pairwise and self.pairwise.get("summary"):
+            notes.append(str(self.pairwise["summary"]))
         return {
             "base": self.a,
             "base_label": "A",

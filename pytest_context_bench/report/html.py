@@ -273,7 +273,7 @@ td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:now
 #summary-grid td:first-child{overflow-wrap:break-word}
 .ci{color:var(--mut);font-size:12px}
 #llm li{overflow-wrap:anywhere;margin:.2em 0}
-.ok{color:var(--ok);font-weight:600}.bad{color:var(--bad);font-weight:600}.warn{color:var(--warn);font-weight:600}
+.ok{color:var(--ok);font-weight:600}.bad{color:var(--bad);font-weight:600}.warn{color:var(--warn);font-weight:600}.mut{color:var(--mut)}
 .banner{padding:8px 12px;border-radius:6px;margin-bottom:8px;font-weight:600}
 #compare-verdict{margin-top:16px;font-size:16px}
 .banner.ok{background:#dafbe1}.banner.bad{background:#ffebe9}.banner.none{background:var(--bg);color:var(--mut)}
@@ -518,21 +518,33 @@ _SCRIPT = r"""
   const comparison = doc.baseline_comparison || null;
   const drops = comparison ? (comparison.metrics || []).filter(function (m) { return m.tolerance; }) : [];
   const extra = comparison ? (comparison.unevaluated || []).concat(comparison.changed_examples || []) : [];
-  const failed = gates.filter(function (g) { return !g.passed; }).length
-    + drops.filter(function (m) { return !m.passed; }).length + extra.length;
-  const total = gates.length + drops.length + extra.length;
+  // A gate not enforced (its judge disagrees with people's labels) is shown, not counted.
+  function applied(g) { return g.enforced !== false; }
+  const unenforced = gates.filter(function (g) { return !applied(g); }).length
+    + drops.filter(function (m) { return !applied(m); }).length;
+  const failed = gates.filter(function (g) { return applied(g) && !g.passed; }).length
+    + drops.filter(function (m) { return applied(m) && !m.passed; }).length + extra.length;
+  const total = gates.length + drops.length + extra.length - unenforced;
   const banner = document.getElementById("verdict");
-  if (!total) {
+  const notApplied = unenforced ? " (" + unenforced + " gate(s) not enforced: the judge's agreement with the labels is too low)" : "";
+  if (!total && !unenforced) {
     banner.appendChild(el("div", "banner none", "No gate configured."));
   } else if (failed) {
     banner.appendChild(el("div", "banner bad", failed + " of " + total + " gate(s) breached"
-      + (doc.gates_enforced === false ? " (not enforced: --ctxbench-no-gate)" : ": the run fails")));
+      + (doc.gates_enforced === false ? " (not enforced: --ctxbench-no-gate)" : ": the run fails") + notApplied));
   } else {
-    banner.appendChild(el("div", "banner ok", "All " + total + " gate(s) met"));
+    banner.appendChild(el("div", "banner ok", "All " + total + " gate(s) met" + notApplied));
   }
   // A breached gate links to its suite's failing examples (one click: the example
   // table shows them, each row expands to its calls and details).
-  function verdictCell(passed, suite) {
+  function verdictCell(passed, suite, gate) {
+    if (gate && gate.enforced === false) {
+      const box = el("span");
+      box.appendChild(el("span", "warn", "not enforced (" + (passed ? "would pass" : "would fail") + ")"));
+      box.appendChild(el("br"));
+      box.appendChild(el("span", "mut", String(gate.not_enforced || "")));
+      return box;
+    }
     const cell = el("span", passed ? "ok" : "bad", passed ? "met" : "breached");
     if (passed) return cell;
     const n = (doc.rows || []).filter(function (r) {
@@ -548,18 +560,34 @@ _SCRIPT = r"""
     box.appendChild(a);
     return box;
   }
-  if (total) {
+  if (total || unenforced) {
     const rows = gates.map(function (g) {
-      return [verdictCell(g.passed, g.suite), breakable(String(g.suite)), g.gate,
+      return [verdictCell(g.passed, g.suite, g), breakable(String(g.suite)), g.gate,
               fmt(g.value), g.op + " " + fmt(g.limit)];
     }).concat(drops.map(function (m) {
-      return [verdictCell(m.passed, m.suite), breakable(String(m.suite)),
+      return [verdictCell(m.passed, m.suite, m), breakable(String(m.suite)),
               "max drop of " + m.metric, fmt(m.now), m.tolerance + " below the baseline's " + fmt(m.then)];
     })).concat(extra.map(function (line) {
       return [el("span", "bad", "breached"), line, "baseline", "", ""];
     }));
     document.getElementById("gate-table").appendChild(
       table(["verdict", "suite", "gate", "value", "limit"], rows, [false, false, false, true, false]));
+  }
+  // ---- the judge's agreement with people's labels (--ctxbench-judge-labels)
+  const agreement = doc.judge_agreement || null;
+  if (agreement) {
+    const box = document.getElementById("gate-table");
+    const name = String(agreement.labels).split("/").pop();
+    box.appendChild(el("h3", "", "Judge agreement with " + name
+      + (agreement.min_kappa === null || agreement.min_kappa === undefined ? ""
+         : " (judge-scored gates need kappa \u2265 " + agreement.min_kappa + ")")));
+    box.appendChild(table(["suite", "n", "agreement", "kappa", "weighted kappa", "gates"],
+      (agreement.suites || []).map(function (x) {
+        return [breakable(String(x.suite)), String(x.n), fmt(x.agreement), fmt(x.kappa),
+                x.weighted_kappa === undefined ? "" : fmt(x.weighted_kappa),
+                x.not_enforced ? el("span", "warn", "not enforced: " + x.not_enforced)
+                  : (x.judge_scored ? "enforced" : "not judge-scored")];
+      }), [false, true, true, true, true, false]));
   }
 
   // ---- summary table
@@ -806,8 +834,13 @@ _SCRIPT = r"""
           link.appendChild(name);
           name = link;
         }
-        return [breakable(String(f.suite)), name,
-                el("span", f.after === "pass" ? "ok" : "bad", f.before + " \u2192 " + f.after), a, b,
+        const change = el("div");
+        change.appendChild(el("span", f.after === "pass" ? "ok" : "bad", f.before + " \u2192 " + f.after));
+        if (f.pairwise) {  // ctxbench compare --judge-url: the pairwise judge's verdict
+          change.appendChild(el("div", f.pairwise.consistent === false ? "note warn" : "note",
+            "pairwise judge: " + String(f.pairwise.error || f.pairwise.verdict)));
+        }
+        return [breakable(String(f.suite)), name, change, a, b,
                 el("div", "text", f.reference)];
       }));
     t.id = "flipped-table";

@@ -142,6 +142,19 @@ def _gates_line(doc: Mapping[str, Any], gates: list[Any]) -> str:
         for m in (doc.get("baseline_comparison") or {}).get("metrics", [])
         if m.get("tolerance")
     ]
+    # A gate not enforced (its judge disagrees with people's labels) is shown in the
+    # table, not counted here.
+    unenforced = sum(g.get("enforced") is False for g in gates) + sum(
+        m.get("enforced") is False for m in drops)
+    gates = [g for g in gates if g.get("enforced") is not False]
+    drops = [m for m in drops if m.get("enforced") is not False]
+    line = _applied_line(doc, gates, drops)
+    if unenforced:
+        line += f" ({unenforced} gate(s) not enforced: the judge's agreement with the labels is too low)"
+    return line
+
+
+def _applied_line(doc: Mapping[str, Any], gates: list[Any], drops: list[Any]) -> str:
     failed = sum(not g.get("passed") for g in gates) + sum(
         not m.get("passed") for m in drops
     )
@@ -157,6 +170,43 @@ def _gates_line(doc: Mapping[str, Any], gates: list[Any]) -> str:
         note = "" if enforced else " (not enforced: `--ctxbench-no-gate`)"
         return f"❌ **{failed} of {total} gate(s) breached**{note}"
     return f"✅ **All {total} gate(s) met**"
+
+
+def _gate_verdict(g: Mapping[str, Any]) -> str:
+    """A gate's verdict cell; one not enforced says why (the reason is data: the
+    labels file's name)."""
+    if g.get("enforced") is False:
+        would = "would pass" if g.get("passed") else "would fail"
+        return f"⚠️ not enforced ({would}): {md_escape(g.get('not_enforced'))}"
+    return "✅ met" if g.get("passed") else "❌ breached"
+
+
+def _agreement_lines(doc: Mapping[str, Any]) -> list[str]:
+    """The judge's agreement with people's labels (``judge_agreement``)."""
+    agreement = doc.get("judge_agreement")
+    if not isinstance(agreement, Mapping):
+        return []
+    import os
+
+    kappa = agreement.get("min_kappa")
+    head = f"### Judge agreement with {md_escape(os.path.basename(str(agreement.get('labels'))))}"
+    out = [head, ""]
+    if kappa is not None:
+        out += [md_escape(f"Judge-scored gates need kappa >= {kappa} (quadratic-weighted for scores)."), ""]
+    rows = []
+    for s in agreement.get("suites", []):
+        rows.append([
+            md_escape(s.get("suite")),
+            str(s.get("n", 0)),
+            _num(s.get("agreement")),
+            _num(s.get("kappa")),
+            _num(s.get("weighted_kappa")) if "weighted_kappa" in s else "",
+            "⚠️ not enforced: " + md_escape(s["not_enforced"]) if s.get("not_enforced")
+            else ("enforced" if s.get("judge_scored") else "not judge-scored"),
+        ])
+    out += _table(["suite", "n", "agreement", "kappa", "weighted kappa", "gates"], rows)
+    out.append("")
+    return out
 
 
 def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
@@ -188,7 +238,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
         out.append("")
         rows = [
             [
-                "✅ met" if g.get("passed") else "❌ breached",
+                _gate_verdict(g),
                 md_escape(g.get("suite")),
                 md_escape(g.get("gate")),
                 _num(g.get("value")),
@@ -198,7 +248,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
         ]
         rows += [
             [
-                "✅ met" if m.get("passed") else "❌ breached",
+                _gate_verdict(m),
                 md_escape(m.get("suite")),
                 md_escape(f"max drop of {m.get('metric')}"),
                 _num(m.get("now")),
@@ -210,6 +260,7 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
         ]
         out += _table(["verdict", "suite", "gate", "value", "limit"], rows)
         out.append("")
+    out += _agreement_lines(doc)
 
     summary = doc.get("summary") or {}
     intervals = doc.get("intervals") or {}
@@ -407,10 +458,20 @@ def render_compare_markdown(comparison: Any) -> str:
                 )
                 out.append(f"  - flipped {what} ({len(ids)}): {shown}{more}")
     flipped = [f for f in c.flipped if f["after"] == "fail"][:WORST_SHOWN]
+    judged = any("pairwise" in f for f in c.flipped)
+    if judged and getattr(c, "pairwise", None):
+        p = c.pairwise
+        rate = p.get("position_inconsistency")
+        out += ["", md_escape(
+            f"Pairwise judge ({p['model']}), each flipped example asked in both orders: B better"
+            f" in {p['b_better']}, A better in {p['a_better']}, tie in {p['ties']}"
+            + (f"; position-inconsistent in {rate:.0%} (counted as ties)" if rate is not None else ""),
+            limit=400)]
     if flipped:
         out += ["", "### Flipped pass → fail", ""]
         out += _table(
-            ["suite", "example", "A response", "B response", "reference"],
+            ["suite", "example", "A response", "B response", "reference"]
+            + (["pairwise judge"] if judged else []),
             [
                 [
                     md_escape(f["suite"]),
@@ -419,6 +480,9 @@ def render_compare_markdown(comparison: Any) -> str:
                     md_escape(f["response_after"] or "", 80),
                     md_escape(f["reference"] or "", 60),
                 ]
+                + ([md_escape((f.get("pairwise") or {}).get("error")
+                              or (f.get("pairwise") or {}).get("verdict") or "not judged", 120)]
+                   if judged else [])
                 for f in flipped
             ],
         )

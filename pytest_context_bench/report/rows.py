@@ -55,7 +55,8 @@ def below_text(scores: dict[str, Any], field: str | None, threshold: float, num:
         return f"no {name} score"
     shown = num(score) if num is not None else f"{float(score):.3g}"
     if name in VERDICT_KEYS and VERDICT_KEYS[name] in scores:
-        return f"{name} = {shown}, its assertions failed"
+        who = "its assertions" if name == "assert_score" else "the judge's verdict"
+        return f"{name} = {shown}, {who} failed"
     return f"{name} = {shown} < {threshold:g}"
 
 

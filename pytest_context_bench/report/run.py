@@ -84,7 +84,9 @@ class RunReport:
 
     @property
     def breaches(self) -> list[GateResult]:
-        return [g for g in self.gates if not g.passed]
+        """The gates that failed and are enforced (a gate reported but not enforced,
+        ``GateResult.enforced`` false, breaches nothing)."""
+        return [g for g in self.gates if g.breached]
 
     @property
     def status_counts(self) -> dict[str, int]:

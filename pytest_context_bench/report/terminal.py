@@ -499,9 +499,14 @@ def _gate_lines(
         lines.append((f"gates{suffix}:", {"bold": True}))
         for g in report.gates:
             verdict = "PASS" if g.passed else "FAIL"
-            applied = gate_enforced and g.suite not in partial
-            markup = {"green": True} if g.passed else ({"red": True} if applied else {"yellow": True})
-            note = " (not enforced: partial suite)" if gate_enforced and not applied else ""
+            applied = gate_enforced and g.suite not in partial and g.enforced
+            markup = {"green": True} if g.passed and g.enforced else (
+                {"red": True} if applied else {"yellow": True})
+            note = " (not enforced: partial suite)" if gate_enforced and g.suite in partial else ""
+            if not g.enforced:
+                # A judge that disagrees with people's labels: shown, not applied.
+                verdict = "NOT ENFORCED"
+                note = f" ({'would pass' if g.passed else 'would fail'}; not enforced: {g.not_enforced})"
             lines.append((f"  {verdict} {g.suite}: {g.gate.name}: {g.reason}{note}", markup))
         breaches = [g for g in report.breaches if g.suite not in partial]
         if breaches and gate_enforced:

@@ -57,6 +57,9 @@ class Verdict:
     passed: bool
     message: str
     properties: tuple[tuple[str, Any], ...] = ()
+    #: why the check is reported but not enforced (a judge that agrees too little
+    #: with people's labels), else ``None``: the plugin logs it as skipped
+    not_enforced: str | None = None
 
     @property
     def name(self) -> str:
@@ -89,6 +92,7 @@ def gate_verdicts(results: Iterable[GateResult]) -> list[Verdict]:
                     ("op", g.gate.op),
                     ("limit", _num(g.gate.limit)),
                 ),
+                not_enforced=None if g.enforced else (g.not_enforced or "not enforced"),
             )
         )
     return out
@@ -136,6 +140,7 @@ def comparison_verdicts(
                             ("p_value", _num(r.p_value)),
                             ("limit", str(m.tolerance)),
                         ),
+                        not_enforced=m.not_enforced,
                     )
                 )
     for suite in unevaluated:

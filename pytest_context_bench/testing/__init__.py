@@ -5,7 +5,7 @@ Pure standard library; importing this never imports pytest.
 
 from __future__ import annotations
 
-from .fake_llm import MAX_BODY, FakeLLM, RecordedRequest, Reply, fake_embedding
+from .fake_llm import MAX_BODY, FakeLLM, RecordedRequest, Reply, fake_embedding, fake_tokens
 from .script import Rule, Script, ScriptError
 
 __all__ = [
@@ -17,4 +17,5 @@ __all__ = [
     "Script",
     "ScriptError",
     "fake_embedding",
+    "fake_tokens",
 ]

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import socket
 import threading
 import time
@@ -45,7 +46,7 @@ from typing import Any
 
 from .._text import inert
 
-__all__ = ["MAX_BODY", "FakeLLM", "RecordedRequest", "Reply", "fake_embedding"]
+__all__ = ["MAX_BODY", "FakeLLM", "RecordedRequest", "Reply", "fake_embedding", "fake_tokens"]
 
 #: the largest request body the server reads (bytes); a larger one is answered 413.
 MAX_BODY = 64 * 1024 * 1024
@@ -89,6 +90,14 @@ class Reply:
         ``finish_reason`` ``"tool_calls"``; streamed as tool-call deltas), an
         Anthropic one as ``tool_use`` blocks. ``text`` then defaults to ``""``
         (``content: null``); a text given is sent alongside.
+    :param logprobs: the token probabilities a chat reply sends when the request
+        asks for them (``"logprobs": true``), as OpenAI sends them
+        (``choices[0].logprobs.content``: one ``{token, logprob, top_logprobs}`` per
+        token). A mapping ``{"4": -0.1, "3": -2.4}`` gives the alternatives (and
+        their log probabilities) at the reply's first number token, every other
+        token certain (the text is cut into tokens: a digit, a word, a space, a
+        character; :func:`fake_tokens`); a list is sent as the ``content`` as it is
+        (a malformed one, for tests). ``None``: none are sent.
     """
 
     text: str = None  # type: ignore[assignment]  # "OK", or "" with tool_calls
@@ -106,6 +115,7 @@ class Reply:
     model: str | None = None
     cut_cleanly: bool = False
     tool_calls: list[dict[str, Any]] | None = None
+    logprobs: dict[str, float] | list[Any] | None = None
 
     def __post_init__(self) -> None:
         if self.text is None:
@@ -398,7 +408,45 @@ def _chat_body(reply: Reply, request: RecordedRequest) -> dict[str, Any]:
     }
     if usage:
         body["usage"] = usage
+    asked = isinstance(request.json, dict) and request.json.get("logprobs") is True
+    if asked and reply.logprobs is not None:
+        content = (
+            reply.logprobs
+            if isinstance(reply.logprobs, list)
+            else _token_logprobs(reply.text or "", reply.logprobs)
+        )
+        body["choices"][0]["logprobs"] = {"content": content}
     return body
+
+
+_TOKEN = re.compile(r" ?[0-9]| ?[^\W\d_]+|\s|[\s\S]")
+
+
+def fake_tokens(text: str) -> list[str]:
+    """``text`` cut into the fake's tokens (a digit with the space before it, a word
+    with the space before it, a space, any other character); they join back into
+    ``text``."""
+    return _TOKEN.findall(text)
+
+
+def _token_logprobs(text: str, alternatives: dict[str, float]) -> list[dict[str, Any]]:
+    """OpenAI's ``logprobs.content`` for ``text``: every token certain but the first
+    number token, whose alternatives are ``alternatives``."""
+    out: list[dict[str, Any]] = []
+    placed = False
+    for token in fake_tokens(text):
+        if not placed and token.strip().isdigit():
+            placed = True
+            # An alternative is the same token with another digit: the same space
+            # before it, as a real tokenizer's alternatives are.
+            space = token[: len(token) - len(token.lstrip())]
+            own = alternatives.get(token.strip(), alternatives.get(token, 0.0))
+            tops = [{"token": space + t.lstrip(), "logprob": lp} for t, lp in alternatives.items()]
+            out.append({"token": token, "logprob": own, "top_logprobs": tops})
+        else:
+            out.append({"token": token, "logprob": 0.0,
+                        "top_logprobs": [{"token": token, "logprob": 0.0}]})
+    return out
 
 
 def _usage_counts(reply: Reply, request: RecordedRequest) -> tuple[int, int]:

@@ -4,8 +4,10 @@ A :class:`Script` is a list of rules; each request is answered by the first rule
 whose ``match`` (a substring) or ``regex`` (:func:`re.search`) is found in the text
 of the request's last user or tool message (so one rule answers a question, the next
 one the tool result that follows it). A rule replies with text (``"reply"``), with
-tool calls (``"tool_calls"``: ``[{"name", "arguments"}]``), or both; a request no
-rule matches gets the fallback (FakeLLM's default reply)::
+tool calls (``"tool_calls"``: ``[{"name", "arguments"}]``), or both, and may give the
+token probabilities of its first number (``"logprobs": {"4": -0.1, "3": -2.4}``,
+sent when the request asks for logprobs: :class:`Reply`); a request no rule matches
+gets the fallback (FakeLLM's default reply)::
 
     [
       {"match": "order A17", "tool_calls": [{"name": "lookup_order", "arguments": {"order_id": "A17"}}]},
@@ -30,7 +32,7 @@ from .fake_llm import RecordedRequest, Reply
 
 __all__ = ["Rule", "Script", "ScriptError", "last_prompt"]
 
-_KEYS = {"match", "regex", "role", "reply", "tool_calls", "model"}
+_KEYS = {"match", "regex", "role", "reply", "tool_calls", "model", "logprobs"}
 
 
 class ScriptError(ValueError):
@@ -131,9 +133,21 @@ def _rule(raw: Any, where: str) -> Rule:
     if role not in (None, "user", "tool"):
         raise ScriptError(f"{where}: 'role' must be 'user' or 'tool'")
     model = raw.get("model")
+    logprobs = raw.get("logprobs")
+    if logprobs is not None and not (
+        isinstance(logprobs, dict)
+        and all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool)
+            for k, v in logprobs.items()
+        )
+    ):
+        raise ScriptError(
+            f"{where}: 'logprobs' must map tokens to log probabilities,"
+            ' e.g. {"4": -0.1, "3": -2.4}'
+        )
     return Rule(
         pattern=pattern,
-        reply=Reply(text=text, tool_calls=calls, model=model),
+        reply=Reply(text=text, tool_calls=calls, model=model, logprobs=logprobs),
         role=role,
     )
 
@@ -217,6 +231,7 @@ class Script:
                     text=base.text,
                     tool_calls=None if base.tool_calls is None else list(base.tool_calls),
                     model=base.model,
+                    logprobs=None if base.logprobs is None else dict(base.logprobs),
                 )
         self.misses += 1
         fallback = self.fallback
