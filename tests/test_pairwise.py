@@ -208,10 +208,15 @@ def test_compare_judge_errors(llm: FakeLLM, tmp_path: Path, capsys: pytest.Captu
         sock.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
     out = tmp_path / "c.md"
-    assert ctxbench(["compare", str(a), str(b), "--judge-url", dead, "--markdown", str(out)]) == 4
+    assert ctxbench(["compare", str(a), str(b), "--judge-url", dead, "--judge-model", "jm", "--markdown", str(out)]) == 4
     err = capsys.readouterr().err
     assert "the pairwise judge failed" in err and dead in err and err.count("\n") == 1
     assert not out.exists()  # nothing written
+    # No model named: the endpoint is asked for its only one; a dead one says which option to give.
+    assert ctxbench(["compare", str(a), str(b), "--judge-url", dead, "--markdown", str(out)]) == 4
+    err = capsys.readouterr().err
+    assert "no --judge-model was given" in err and "--judge-model=MODEL" in err and err.count("\n") == 1
+    assert not out.exists()
     assert ctxbench(["compare", str(a), str(b), "--judge-model", "m"]) == 4
     assert "--judge-model needs --judge-url" in capsys.readouterr().err
     assert ctxbench(["compare", str(a), str(b), "--judge-url", "ftp://x"]) == 4

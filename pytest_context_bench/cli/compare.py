@@ -55,7 +55,9 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         " answers to each flipped example, in both orders",
     )
     parser.add_argument(
-        "--judge-model", metavar="MODEL", help="the pairwise judge's model (default gpt-4)"
+        "--judge-model",
+        metavar="MODEL",
+        help="the pairwise judge's model (default: the endpoint's only model, GET /v1/models)",
     )
     parser.add_argument(
         "--judge-criteria",
@@ -100,7 +102,7 @@ def _pairwise(args: argparse.Namespace, result: Any) -> str:
     from ..evaluators.pairwise import PairwiseJudge, position_inconsistency, task_of
 
     judge = PairwiseJudge(
-        args.judge_url, model=args.judge_model or "gpt-4", criteria=args.judge_criteria
+        args.judge_url, model=args.judge_model, criteria=args.judge_criteria
     )
     verdicts = []
     skipped = 0
@@ -184,6 +186,15 @@ def run(args: argparse.Namespace) -> int:
     if args.judge_url is not None:
         from ..errors import LLMError
 
+        if args.judge_model is None:
+            from ..systems.models import endpoint_model
+
+            try:
+                args.judge_model = endpoint_model(
+                    args.judge_url, flag="--judge-model", url_flag="--judge-url"
+                )
+            except ConfigError as exc:
+                return _fail(" ".join(str(exc).split()))
         try:
             judged = _pairwise(args, result)
         except LLMError as exc:
