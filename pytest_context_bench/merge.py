@@ -251,9 +251,12 @@ def merge_shards(
                     ),
                     io=(
                         {
-                            k: str(row[k])
-                            for k in ("response", "reference", "tool_calls")
-                            if k in row
+                            **{
+                                k: str(row[k])
+                                for k in ("response", "reference", "tool_calls")
+                                if k in row
+                            },
+                            **({"answer": row["answer"]} if "answer" in row else {}),
                         }
                         or None
                     ),

@@ -122,6 +122,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="Save the merged run as a baseline (refused when incomplete)",
     )
+    parser.add_argument(
+        "--ctxbench-baseline-responses",
+        dest="baseline_responses",
+        choices=("on", "off"),
+        default="on",
+        help="Whether the saved baseline keeps the rows' answers, as the pytest option. Default: on",
+    )
 
 
 class _Usage(Exception):
@@ -359,7 +366,10 @@ def _run(args: argparse.Namespace) -> int:
             status = 1
         else:
             write_baseline(
-                args.save_baseline, doc, dataset_fingerprints=merged.fingerprints
+                args.save_baseline,
+                doc,
+                dataset_fingerprints=merged.fingerprints,
+                answers=args.baseline_responses == "on",
             )
             lines.append(f"baseline saved: {args.save_baseline}")
     lines.append(

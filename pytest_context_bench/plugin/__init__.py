@@ -934,7 +934,8 @@ def _attach(
                 # to_dict() yields exact builtins (floats, ints, strs) except for
                 # metadata, which is checked at the boundary.
                 "row": {**row.to_dict(), "metadata": ensure_wire_safe(row.metadata)},
-                "io": recorder.io.get(id(row)),
+                # The answer holds what the System returned: builtins only.
+                "io": ensure_wire_safe(recorder.io.get(id(row))),
             }
         )
     overall = next((s for s in ("error", "below", "unscored") if s in statuses), "pass")

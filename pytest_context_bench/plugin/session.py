@@ -698,6 +698,7 @@ class Controller:
                     doc,
                     git_commit=git_commit(config.rootpath),
                     dataset_fingerprints=self.fingerprints(),
+                    answers=self.settings.baseline_responses,
                 )
             except OSError as exc:
                 self.baseline_error = (

@@ -14,7 +14,7 @@ Shape (validated by ``report.schema.json``, shipped with the package)::
       "lost": [nodeid, ...],                    # examples that produced no row
       "complete": true,                         # false: partial, interrupted, lost rows
       "completeness": {...expected vs received rows per suite...},
-      "rows": [EvalRow.to_dict() + {"suite", "status", "order", "response", "reference"}, ...]
+      "rows": [EvalRow.to_dict() + {"suite", "status", "order", "response", "reference", "answer"}, ...]
     }
 
 Non-finite numbers (``cost_of_pass`` with no passing example is infinite) are the
@@ -66,6 +66,10 @@ def to_json_dict(
             d["reference"] = rec.io.get("reference", "")
             if rec.io.get("tool_calls"):
                 d["tool_calls"] = rec.io["tool_calls"]
+            if rec.io.get("answer") is not None:
+                # What the evaluators read, as the System returned it (capped):
+                # ``ctxbench rescore`` scores it again (answers.py).
+                d["answer"] = rec.io["answer"]
         rows.append(d)
     doc = {
         "schema_version": SCHEMA_VERSION,

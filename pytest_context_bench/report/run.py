@@ -63,8 +63,9 @@ class Record:
     order: tuple[int, ...]
     status: str
     row: EvalRow
-    #: ``{"response", "reference"}`` (clipped) when the plugin kept them, else None
-    io: dict[str, str] | None = None
+    #: ``{"response", "reference"}`` (clipped) when the plugin kept them, with
+    #: ``"answer"`` (what the evaluators read: answers.py), else None
+    io: dict[str, Any] | None = None
 
 
 @dataclass
