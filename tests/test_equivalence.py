@@ -807,3 +807,37 @@ def test_adaptive_trials_every_mode_gives_the_same_answer(
     for name, doc in runs.items():
         assert _adaptive_normal(doc) == _adaptive_normal(reference), name
         assert doc["baseline_comparison"]["familywise"] == "holm", name
+
+
+# --- answers scored again (issue 37) -------------------------------------------------
+
+
+def test_a_rescored_report_equals_the_run(
+    pytester: pytest.Pytester, endpoints: dict[str, Endpoint]
+) -> None:
+    """``ctxbench rescore`` of the serial run's report, by the evaluators the run
+    wired (no --evaluator), is that run: the same rows, details, call records,
+    summaries, intervals and gates, for every System and all three origins (token
+    F1, assertions with tool calls, an agent's trajectory and budgets)."""
+    systems = tuple(SYSTEMS)
+    base = _project(pytester, endpoints, "cli", systems)
+    key = ("cli", systems, "serial")
+    reference = _REFERENCES.get(key)
+    if reference is None:
+        reference = run_mode(pytester, endpoints, MODES["serial"], base, "ref-serial")
+        check_reference(reference, systems, 1)
+    source = pytester.path / "ref.json"
+    source.write_text(json.dumps(reference), encoding="utf-8")
+    requests = {name: len(server.requests) for name, server in endpoints.items()}
+    out = pytester.path / "rescored.json"
+    status = ctxbench_main([
+        "rescore", str(source), "--dataset", str(pytester.path / "qa.jsonl"),
+        "--dataset", str(pytester.path / "regions.jsonl"), "--dataset", str(pytester.path / "agents.jsonl"),
+        "--json", str(out), "--cache", "off",
+    ])
+    assert status == 1  # the min-mean-score gate fails, as in the run
+    got = read_json(out)
+    assert got["run"]["rescored"]["not_rescored"] == []
+    assert normal(got) == normal(reference)
+    # No System was called: not one request reached an endpoint.
+    assert {name: len(server.requests) for name, server in endpoints.items()} == requests

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("compare", "Compare two JSON reports: per suite and metric, the paired change, and the flipped examples."),
     "cache": ("cache", "Look at or clear the LLM response cache."),
     "merge": ("merge", "Merge the JSON reports of --ctxbench-shard jobs into one report and one gate."),
+    "rescore": ("rescore", "Score a report's or a baseline's saved answers again, without the System."),
 }
 
 USAGE_ERROR = 4
