@@ -532,6 +532,9 @@ class SuiteComparison:
     trials_left_out: dict[str, int] = field(default_factory=dict)
     #: what the reader should know about how the suite was compared
     notes: list[str] = field(default_factory=list)
+    #: the evaluators the baseline was scored again with (its own differed from
+    #: the run's: rescore.apply_rescored); empty when it was not
+    rescored_with: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -280,6 +280,13 @@ def merge_shards(
             limits=merged_limits,
             strict=bool(s.get("strict", False)),
             datasets=tuple(s.get("datasets", ())),
+            # which evaluators scored each dataset, over the origin's suites
+            evaluators={
+                str(tag): list(evs)
+                for x in suites.values()
+                if str(x["origin"]) == origin and isinstance(x.get("evaluators"), dict)
+                for tag, evs in x["evaluators"].items()
+            },
         )
     lost = [n for shard in ordered for n in shard.doc.get("lost", [])]
     report = build_run_report(records, infos, lost)

@@ -39,6 +39,7 @@ __all__ = [
     "describe_evaluators",
     "evaluator_identity",
     "load_saved",
+    "needs_rescore",
     "rescore_row",
     "rescore_saved",
     "row_rescore_problem",
@@ -92,7 +93,9 @@ def _simple(value: Any, depth: int = 0) -> Any:
 
 
 #: Attributes that say where or how a judge is reached, not how it judges.
-_NOT_IDENTITY = frozenset({"client", "api_key", "base_url", "timeout", "max_retries", "sandbox"})
+_NOT_IDENTITY = frozenset(
+    {"client", "api_key", "base_url", "timeout", "max_retries", "sandbox", "base_dir"}
+)
 
 
 def evaluator_identity(ev: Any) -> dict[str, str]:
@@ -125,6 +128,47 @@ def evaluator_identity(ev: Any) -> dict[str, str]:
 def describe_evaluators(evaluators: Iterable[Any]) -> list[dict[str, str]]:
     """:func:`evaluator_identity` of each, in order."""
     return [evaluator_identity(ev) for ev in evaluators]
+
+
+def _names(identities: Iterable[Mapping[str, Any]]) -> str:
+    return ", ".join(str(e.get("name")) for e in identities) or "none"
+
+
+def needs_rescore(
+    base_suite: Mapping[str, Any] | None,
+    evaluators: Mapping[str, Sequence[Mapping[str, Any]]],
+    score_field: str | None,
+) -> str | None:
+    """Why a baseline suite must be scored again before this run is compared with
+    it (``None``: it need not): the evaluators of a dataset both have differ (a
+    name, a class or a setting: :func:`evaluator_identity`), or the suite's score
+    field does. A baseline suite that does not say which evaluators scored it
+    (saved before they were recorded) is compared as it is.
+
+    :param base_suite: the baseline's entry of the suite (``evaluators``,
+        ``score_field``).
+    :param evaluators: dataset tag → the run's evaluators' identities.
+    :param score_field: the run suite's score field (``None``: each example's own).
+    """
+    if not base_suite or not isinstance(base_suite.get("evaluators"), Mapping):
+        return None
+    why: list[str] = []
+    before: Mapping[str, Any] = base_suite["evaluators"]
+    for tag in sorted(set(before) & set(evaluators)):
+        then, now = list(before[tag] or []), list(evaluators[tag])
+        key = lambda e: (str(e.get("name")), str(e.get("class")), str(e.get("config")))  # noqa: E731
+        if sorted(map(key, then)) == sorted(map(key, now)):
+            continue
+        if [e.get("name") for e in then] == [e.get("name") for e in now]:
+            why.append(f"{tag}: {_names(now)} (other settings)")
+        else:
+            why.append(f"{tag}: {_names(then)} then, {_names(now)} now")
+    if (base_suite.get("score_field") or None) != (score_field or None):
+        own = "each example's own"
+        why.append(
+            f"score field {base_suite.get('score_field') or own} then, {score_field or own} now"
+        )
+    return "; ".join(why) or None
 
 
 # -------------------------------------------------------------------------- one row
@@ -454,6 +498,8 @@ def rescore_saved(
         io = dict(rec.io or {})
         out.append(Record(rec.suite, rec.origin, rec.order, status, row, io or None))
     infos = _infos(saved.suites, score_field)
+    described = {tag: describe_evaluators(e) for tag, e in evs.items()}
+    infos = {origin: replace(info, evaluators=dict(described)) for origin, info in infos.items()}
     report = build_run_report(out, infos, saved.lost)
     if skipped:
         report.completeness = {
@@ -469,7 +515,6 @@ def rescore_saved(
             "not_run": [],
             "suites": {},
         }
-    described = {tag: describe_evaluators(e) for tag, e in evs.items()}
     return Rescored(report, skipped, described, _llm_again(saved, out))
 
 
@@ -595,3 +640,130 @@ def _llm_again(saved: SavedRun, rows: list[Record]) -> dict[str, Any] | None:
             else money["cost_usd"] + money["judge_cost_usd"]
         )
     return llm
+
+
+# ------------------------------------------------------- the baseline, scored again
+
+
+def _has_answers(records: Iterable[Record]) -> bool:
+    """Whether the rows that need an answer to be scored again kept one."""
+    needing = [r for r in records if not _system_failed(r.row)]
+    return not needing or any((r.io or {}).get("answer") is not None for r in needing)
+
+
+def no_answers_problem(baseline: Any, label: str, why: str) -> str:
+    """The one error of a baseline suite scored by other evaluators that keeps no
+    answer to score again, with the fixes."""
+    return (
+        f"baseline {baseline.path}: suite {label!r} was scored by other evaluators or"
+        f" another score field ({why}) and keeps no answers to score again (saved with"
+        " --ctxbench-baseline-responses=off, or by an older pytest-context-bench); save"
+        " the baseline again with this run's evaluators (--ctxbench-save-baseline, answers"
+        " kept), or run with the baseline's evaluators and score field"
+    )
+
+
+def blocked(baseline: Any, origin: str, evaluators: Mapping[str, Sequence[Mapping[str, Any]]], score_field: str | None) -> str | None:
+    """The error of :func:`no_answers_problem` for the first baseline suite of
+    ``origin`` that needs scoring again and cannot be (``None``: none): checked
+    before any example runs for the command line's suites."""
+    for suite in baseline.suites:
+        if str(suite.get("origin")) != origin:
+            continue
+        why = needs_rescore(suite, evaluators, score_field)
+        label = str(suite.get("label"))
+        if why is not None and not _has_answers(r for r in baseline.records if r.suite == label):
+            return no_answers_problem(baseline, label, why)
+    return None
+
+
+@dataclass
+class BaselineRescore:
+    """What :func:`apply_rescored` made of the baseline."""
+
+    baseline: Any
+    #: suite label → the lines the comparison says first ("baseline re-scored with: ...")
+    notes: dict[str, list[str]] = field(default_factory=dict)
+    #: suite label → the evaluators' names the baseline was re-scored with
+    rescored_with: dict[str, list[str]] = field(default_factory=dict)
+    #: why the baseline cannot be compared (no answers), or None
+    error: str | None = None
+
+
+def apply_rescored(baseline: Any, suites: Iterable[Mapping[str, Any]], entries: Iterable[Mapping[str, Any]]) -> BaselineRescore:
+    """The baseline to compare this run with: each suite whose evaluators or score
+    field differ from the run's (:func:`needs_rescore`) has its rows replaced by
+    those scored again where the run's examples ran (``entries``: one per baseline
+    row, ``{"suite", "dataset", "example_id", "row", "status", "order"}`` or
+    ``{..., "problem"}`` when it could not be scored again), and its entry says the
+    run's score field and evaluators. A baseline row of an example the run did not
+    run stays as it was (it only counts as missing); one that could not be scored
+    again is left out, and said.
+
+    :param suites: the run report's suite entries (``label``, ``evaluators``,
+        ``score_field``).
+    """
+    out = BaselineRescore(baseline)
+    by_suite: dict[str, list[Mapping[str, Any]]] = {}
+    for e in entries:
+        by_suite.setdefault(str(e.get("suite")), []).append(e)
+    records = list(baseline.records)
+    base_suites = [dict(s) for s in baseline.suites]
+    changed = False
+    for run_suite in suites:
+        label = str(run_suite.get("label"))
+        base_suite = baseline.suite(label)
+        why = needs_rescore(base_suite, run_suite.get("evaluators") or {}, run_suite.get("score_field"))
+        if why is None:
+            continue
+        mine = [r for r in records if r.suite == label]
+        if not _has_answers(mine):
+            out.error = no_answers_problem(baseline, label, why)
+            return out
+        got = by_suite.get(label, [])
+        done: dict[tuple[str, str], list[Record]] = {}
+        failed: dict[tuple[str, str], str] = {}
+        for e in got:
+            key = (str(e["dataset"]), str(e["example_id"]))
+            if e.get("problem"):
+                failed.setdefault(key, str(e["problem"]))
+                continue
+            row = EvalRow.from_dict(e["row"])
+            base = next((r for r in mine if (r.row.dataset, r.row.example_id) == key), None)
+            done.setdefault(key, []).append(
+                Record(label, base.origin if base else str(run_suite.get("origin", "")),
+                       tuple(int(x) for x in e.get("order", [0])), str(e["status"]), row, None)
+            )
+        kept: list[Record] = []
+        for r in mine:
+            key = (r.row.dataset, r.row.example_id)
+            if key in done or key in failed:
+                continue
+            kept.append(r)  # not run here: only counts as missing
+        new = [rec for recs in done.values() for rec in sorted(recs, key=lambda x: _trial_of(x.row))]
+        records = [r for r in records if r.suite != label] + new + kept
+        changed = True
+        for s in base_suites:
+            if s.get("label") == label:
+                s["score_field"] = run_suite.get("score_field")
+                s["evaluators"] = run_suite.get("evaluators")
+        names = sorted({str(e.get("name")) for evs in (run_suite.get("evaluators") or {}).values() for e in evs})
+        out.rescored_with[label] = names
+        line = (
+            f"baseline re-scored with: {', '.join(names) or 'no evaluator'} ({why});"
+            f" {len(new)} baseline row(s) scored again from their kept answers, no System call"
+        )
+        notes = [line]
+        if failed:
+            shown = ", ".join(f"{d}/{i} ({p})" for (d, i), p in sorted(failed.items())[:5])
+            more = f" and {len(failed) - 5} more" if len(failed) > 5 else ""
+            notes.append(f"not re-scored, left out of the comparison ({len(failed)}): {shown}{more}")
+        out.notes[label] = notes
+    if changed:
+        out.baseline = replace(baseline, records=records, suites=base_suites)
+    return out
+
+
+def _trial_of(row: EvalRow) -> int:
+    trial = row.metadata.get("trial", 1)
+    return trial if isinstance(trial, int) and not isinstance(trial, bool) else 1

@@ -99,6 +99,8 @@ def judge(
     fingerprints: Mapping[str, str] | None = None,
     seed: int = 0,
     familywise: str = "none",
+    rescored: Any = None,
+    baseline_problem: str | None = None,
 ) -> Verdict:
     """Compare ``report`` with ``baseline`` (a loaded
     :class:`~pytest_context_bench.baseline.Baseline`, or ``None``) and decide.
@@ -111,11 +113,19 @@ def judge(
     :param seed: the seed of every draw of the comparison (``--ctxbench-seed``): the
         same rows and seed give the same verdict, bit for bit.
     :param familywise: ``--ctxbench-familywise`` (``"none"`` or ``"holm"``).
+    :param rescored: a :class:`~pytest_context_bench.rescore.BaselineRescore`
+        when ``baseline`` is the baseline scored again by the run's evaluators: its
+        notes lead each suite's comparison.
+    :param baseline_problem: why the baseline cannot be compared (a baseline scored
+        by other evaluators that kept no answer), or ``None``.
     """
     from .baseline import check_datasets, compare
 
     verdict = Verdict(report)
     if baseline is None:
+        return verdict
+    if baseline_problem is not None:
+        verdict.baseline_error = f"baseline not compared: {baseline_problem}"
         return verdict
     drops = dict(max_drops or {})
     try:
@@ -135,6 +145,17 @@ def judge(
     if problem is not None:
         verdict.baseline_error = f"baseline not compared: {problem}"
         return verdict
+    if rescored is not None:
+        from dataclasses import replace
+
+        comparison.suites = [
+            replace(
+                s,
+                notes=[*rescored.notes.get(s.suite, []), *s.notes],
+                rescored_with=list(rescored.rescored_with.get(s.suite, [])),
+            )
+            for s in comparison.suites
+        ]
     verdict.comparison = comparison
     if drops:
         # A max-drop gate that compared nothing must not pass silently: a renamed
@@ -196,6 +217,7 @@ def comparison_doc(verdict: Verdict) -> dict[str, Any] | None:
                     "n_matched": s.n_matched,
                     "trials_left_out": dict(s.trials_left_out),
                     "notes": list(s.notes),
+                    "rescored_with": list(s.rescored_with),
                     "flipped_to_fail": list(s.flipped_to_fail),
                     "flipped_to_pass": list(s.flipped_to_pass),
                     "new": list(s.new),

@@ -38,6 +38,12 @@ def test_the_fields_evaluators_read_are_kept_as_returned() -> None:
     assert keep_answer(None) is None  # it raised
 
 
+def test_the_cap_is_the_reports_cap_on_a_response() -> None:
+    from pytest_context_bench.calls import IO_CLIP
+
+    assert ANSWER_CAP == IO_CLIP == 2000
+
+
 def test_a_long_response_keeps_its_head_and_is_cut() -> None:
     answer = keep_answer({"response": "x" * (ANSWER_CAP + 500)})
     assert answer is not None

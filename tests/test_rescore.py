@@ -112,8 +112,11 @@ def test_the_same_evaluators_give_the_same_report(tmp_path: Path, capsys: pytest
     report = build_report(tmp_path, min_pass_rate=0.5)
     assert rescore(tmp_path, str(report), "--json", "out.json") == 0
     before, after = load_report(report), load_report(tmp_path / "out.json")
-    for key in ("summary", "intervals", "gates", "suites"):
+    for key in ("summary", "intervals", "gates"):
         assert after[key] == before[key], key
+    # The suites say which evaluators scored them now.
+    assert [{k: v for k, v in x.items() if k != "evaluators"} for x in after["suites"]] == before["suites"]
+    assert after["suites"][0]["evaluators"] == after["run"]["rescored"]["evaluators"]
     for a, b in zip(after["rows"], before["rows"]):
         assert {k: v for k, v in a.items()} == b
     assert after["run"]["rescored"] == {
@@ -277,3 +280,82 @@ def test_judges_are_called_through_the_cache(tmp_path: Path, monkeypatch: pytest
     usage = [r["metadata"]["judge_usage"] for r in two["rows"]]
     assert all(u["cache_hits"] == 1 and u["calls"] == 0 for u in usage)
     assert one["llm"]["tokens"]["prompt_tokens"] == sum(r["metadata"]["judge_usage"]["prompt_tokens"] for r in one["rows"]) > 0
+
+
+# ------------------------------------------------------------ the gate's pieces
+
+
+def test_needs_rescore() -> None:
+    from pytest_context_bench.rescore import needs_rescore
+
+    aq = {"name": "answer_quality", "class": "m:AQ", "config": "a"}
+    strict = {"name": "strict", "class": "s:S", "config": "b"}
+    base = {"label": "s", "evaluators": {"qa": [aq]}, "score_field": None}
+    assert needs_rescore(base, {"qa": [aq]}, None) is None
+    assert needs_rescore(base, {"qa": [aq], "other": [strict]}, None) is None  # a new dataset
+    assert needs_rescore(base, {"qa": [aq, strict]}, None) == "qa: answer_quality then, answer_quality, strict now"
+    assert needs_rescore(base, {"qa": [{**aq, "config": "z"}]}, None) == "qa: answer_quality (other settings)"
+    assert needs_rescore(base, {"qa": [aq]}, "exact_match") == "score field each example's own then, exact_match now"
+    # A baseline saved before evaluators were recorded is compared as it is.
+    assert needs_rescore({"label": "s", "score_field": None}, {"qa": [strict]}, "x") is None
+    assert needs_rescore(None, {"qa": [strict]}, None) is None
+
+
+def test_evaluator_identity_reads_plain_settings_only() -> None:
+    import re
+
+    from pytest_context_bench.rescore import evaluator_identity
+
+    class Rx:
+        name = "rx"
+
+        def __init__(self, pattern: str, base_url: str = "http://127.0.0.1:1") -> None:
+            self.pattern = re.compile(pattern)
+            self.base_url = base_url  # where, not how: not part of it
+            self._cache: dict[str, Any] = {}
+            self.lock = object()  # not plain data: not part of it
+
+        def score(self, original: Any, processed: Any) -> dict[str, float]:
+            return {}
+
+    a, b, c = Rx("^a$"), Rx("^a$", "http://127.0.0.1:2"), Rx("^a+$")
+    assert evaluator_identity(a) == evaluator_identity(b)
+    assert evaluator_identity(a)["config"] != evaluator_identity(c)["config"]
+    assert evaluator_identity(a)["class"].endswith(":test_evaluator_identity_reads_plain_settings_only.<locals>.Rx")
+
+
+def test_apply_rescored_replaces_only_what_was_scored_again(tmp_path: Path) -> None:
+    from pytest_context_bench.baseline import load_baseline
+    from pytest_context_bench.rescore import apply_rescored
+
+    report = build_report(tmp_path)
+    doc = load_report(report)
+    doc["suites"][0]["evaluators"] = {"qa": [{"name": "answer_quality", "class": "x:AQ", "config": "a"}]}
+    write_baseline(tmp_path / "b.json", doc, dataset_fingerprints={})
+    base = load_baseline(tmp_path / "b.json")
+    run_suites = [{**doc["suites"][0], "evaluators": {"qa": [{"name": "strict", "class": "s:S", "config": "b"}]}}]
+    q1 = next(r for r in base.records if r.row.example_id == "q-1")
+    row = {**q1.row.to_dict(), "scores": {"strict": 0.0}, "metadata": {"score_field": "strict"}}
+    entries = [
+        {"suite": "reader", "dataset": "qa", "example_id": "q-1", "status": "below", "order": [0], "row": row},
+        {"suite": "reader", "dataset": "qa", "example_id": "q-2", "problem": "its answer was not kept"},
+    ]
+    applied = apply_rescored(base, run_suites, entries)
+    assert applied.error is None
+    ids = {r.row.example_id: r for r in applied.baseline.records}
+    assert ids["q-1"].row.scores == {"strict": 0.0} and ids["q-1"].status == "below"
+    assert "q-2" not in ids  # could not be scored again: out of the comparison
+    q3 = next(r for r in base.records if r.row.example_id == "q-3")
+    assert ids["q-3"] is q3  # not run here: as it was (it only counts as missing)
+    assert applied.baseline.suite("reader")["evaluators"] == run_suites[0]["evaluators"]
+    assert applied.rescored_with == {"reader": ["strict"]}
+    assert applied.notes["reader"][0].startswith("baseline re-scored with: strict (qa: answer_quality then, strict now); 1 baseline row(s)")
+    assert applied.notes["reader"][1] == "not re-scored, left out of the comparison (1): qa/q-2 (its answer was not kept)"
+    # The same run's evaluators: nothing changes.
+    same = apply_rescored(base, doc["suites"], entries)
+    assert same.baseline is base and same.notes == {}
+    # Without answers: the one error, with the fix.
+    write_baseline(tmp_path / "off.json", doc, dataset_fingerprints={}, answers=False)
+    off = apply_rescored(load_baseline(tmp_path / "off.json"), run_suites, [])
+    assert off.error is not None and "keeps no answers to score again" in off.error
+    assert "--ctxbench-save-baseline" in off.error

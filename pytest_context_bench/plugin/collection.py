@@ -106,6 +106,17 @@ class SuiteSpec:
             "strict": self.strict,
             "datasets": [ds.tag for ds in self.datasets],
             "fingerprints": {ds.tag: ds.fingerprint for ds in self.datasets},
+            "evaluators": self.evaluator_identities(),
+        }
+
+    def evaluator_identities(self) -> dict[str, list[dict[str, str]]]:
+        """Dataset tag → the identities of the evaluators that score it
+        (:func:`~pytest_context_bench.rescore.evaluator_identity`)."""
+        from ..rescore import describe_evaluators
+
+        return {
+            ds.tag: describe_evaluators(self.evaluators_for(i))
+            for i, ds in enumerate(self.datasets)
         }
 
 

@@ -190,9 +190,14 @@ def baseline_diff(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         "metrics": list(comparison.get("metrics", [])),
         "flipped": flipped,
         "notes": [
+            f"{s.get('suite')}: {note}"
+            for s in comparison.get("suites", [])
+            for note in s.get("notes", [])
+        ]
+        + [
             (
-                "A baseline file keeps each example's scores, not its response: the"
-                " flipped examples show this run's response."
+                "The flipped examples show this run's response; the baseline's answers"
+                " are in its file (each row's answer)."
             )
         ],
     }

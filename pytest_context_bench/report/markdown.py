@@ -285,6 +285,10 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
         )
         out.append("")
         for s in comparison.get("suites", []):
+            # How the suite was compared (the baseline scored again by this run's
+            # evaluators, an adaptive run that bought no trial).
+            for note in s.get("notes", []):
+                out.append(f"- **{md_escape(s.get('suite'))}**: {md_escape(note, 600)}")
             for key, what in (
                 ("flipped_to_fail", "pass → fail"),
                 ("flipped_to_pass", "fail → pass"),
