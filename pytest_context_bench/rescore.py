@@ -328,6 +328,10 @@ class SavedRun:
     notes: list[str] = field(default_factory=list)
     #: node ids of the items that produced no row of their own (a report's)
     lost: list[str] = field(default_factory=list)
+    #: its summary per suite (non-finite numbers as the strings the file has)
+    summary: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: when its run wrote it (a report's ``created``; a baseline has none)
+    created: str | None = None
 
     @property
     def latency_known(self) -> bool:
@@ -382,6 +386,7 @@ def load_saved(path: str | os.PathLike[str]) -> SavedRun:
             version=base.plugin_version,
             git_commit=base.git_commit,
             notes=list(base.notes),
+            summary={k: dict(v) for k, v in base.summary.items()},
         )
     doc = load_report(
         p,
@@ -416,6 +421,8 @@ def load_saved(path: str | os.PathLike[str]) -> SavedRun:
         version=str(doc["plugin"]["version"]),
         notes=notes,
         lost=[str(n) for n in doc.get("lost", [])],
+        summary={str(k): dict(v) for k, v in doc["summary"].items()},
+        created=str(doc["created"]),
     )
 
 

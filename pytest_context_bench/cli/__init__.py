@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("cache", "Look at or clear the LLM response cache."),
     "merge": ("merge", "Merge the JSON reports of --ctxbench-shard jobs into one report and one gate."),
     "rescore": ("rescore", "Score a report's or a baseline's saved answers again, without the System."),
+    "history": ("history", "Show the runs of a folder of reports or baselines over time, as one offline HTML page."),
 }
 
 USAGE_ERROR = 4
