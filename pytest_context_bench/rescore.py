@@ -356,9 +356,10 @@ def load_saved(path: str | os.PathLike[str]) -> SavedRun:
 
     p = Path(path)
     kind = "report"
-    try:
-        head = p.read_text(encoding="utf-8")[:4096] if p.is_file() else ""
-    except (OSError, UnicodeDecodeError):
+    try:  # the kind is near the top of a baseline: its first 4 KB tell
+        with p.open("rb") if p.is_file() else open(os.devnull, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
         head = ""
     if f'"kind": "{BASELINE_KIND}"' in head or f'"kind":"{BASELINE_KIND}"' in head:
         kind = "baseline"

@@ -359,3 +359,40 @@ def test_apply_rescored_replaces_only_what_was_scored_again(tmp_path: Path) -> N
     off = apply_rescored(load_baseline(tmp_path / "off.json"), run_suites, [])
     assert off.error is not None and "keeps no answers to score again" in off.error
     assert "--ctxbench-save-baseline" in off.error
+
+
+def test_the_html_views_say_re_scored(browser: Any, tmp_path: Path) -> None:
+    """In Chromium: the rescored report's header names the file and the evaluators;
+    a comparison with a baseline scored again leads with its note; hostile text in
+    both stays text."""
+    from browser import open_report
+
+    from pytest_context_bench.report.html import render_html
+
+    report = build_report(tmp_path, suite="evil<img src=x onerror=alert(1)>\u202e")
+    (tmp_path / "strictmod.py").write_text(STRICT_PY)
+    assert rescore(tmp_path, str(report), "--evaluator", "strictmod:strict", "--json", "out.json", "--html", "out.html") == 0
+    opened = open_report(browser, tmp_path / "out.html")
+    opened.assert_clean()
+    header = opened.page.locator("#run").inner_text()
+    assert f"re-scored from {report} (report) with: answer_quality, strict" in " ".join(header.split())
+    doc = load_report(tmp_path / "out.json")
+    label = doc["suites"][0]["label"]
+    note = f"baseline re-scored with: answer_quality, strict (qa: answer_quality then, answer_quality, strict now); 9 baseline row(s) scored again from their kept answers, no System call"
+    doc["baseline_comparison"] = {
+        "baseline": "base.json", "confidence": 0.95, "familywise": "none", "unevaluated": [], "changed_examples": [],
+        "metrics": [{"suite": label, "metric": "pass_rate", "then": 0.7, "now": 0.7, "change": 0.0, "ci_low": 0.0,
+                     "ci_high": 0.0, "test": "mcnemar-exact", "p_value": 1.0, "p_value_sided": "one-sided (worse)",
+                     "holm_adjusted_p": None, "tolerance": "0.02", "passed": True}],
+        "suites": [{"suite": label, "n_matched": 9, "trials_left_out": {}, "notes": [note],
+                    "rescored_with": ["answer_quality", "strict"], "flipped_to_fail": [], "flipped_to_pass": [],
+                    "new": [], "missing": []}],
+    }
+    (tmp_path / "cmp.html").write_text(render_html(doc))
+    opened = open_report(browser, tmp_path / "cmp.html")
+    opened.assert_clean()
+    page = opened.page
+    notes = page.locator("#comparison p.note").all_inner_texts()
+    assert notes[0] == f"{label}: {note}".replace("\u202e", "[U+202E]")
+    assert page.evaluate("document.querySelectorAll('img').length") == 0
+    page.screenshot(path=str(tmp_path / "rescored-comparison.png"), full_page=True)
