@@ -26,6 +26,7 @@ from pytest_context_bench.evaluators import wired_evaluators
 from pytest_context_bench.report import build_run_report, load_report, to_json_dict, write_json
 from pytest_context_bench.report.rows import row_status
 from pytest_context_bench.report.run import Record, SuiteInfo
+from pytest_context_bench.results import EvalRow
 from pytest_context_bench.testing import FakeLLM
 
 N = 9
@@ -378,7 +379,7 @@ def test_the_html_views_say_re_scored(browser: Any, tmp_path: Path) -> None:
     assert f"re-scored from {report} (report) with: answer_quality, strict" in " ".join(header.split())
     doc = load_report(tmp_path / "out.json")
     label = doc["suites"][0]["label"]
-    note = f"baseline re-scored with: answer_quality, strict (qa: answer_quality then, answer_quality, strict now); 9 baseline row(s) scored again from their kept answers, no System call"
+    note = "baseline re-scored with: answer_quality, strict (qa: answer_quality then, answer_quality, strict now); 9 baseline row(s) scored again from their kept answers, no System call"
     doc["baseline_comparison"] = {
         "baseline": "base.json", "confidence": 0.95, "familywise": "none", "unevaluated": [], "changed_examples": [],
         "metrics": [{"suite": label, "metric": "pass_rate", "then": 0.7, "now": 0.7, "change": 0.0, "ci_low": 0.0,
@@ -396,3 +397,16 @@ def test_the_html_views_say_re_scored(browser: Any, tmp_path: Path) -> None:
     assert notes[0] == f"{label}: {note}".replace("\u202e", "[U+202E]")
     assert page.evaluate("document.querySelectorAll('img').length") == 0
     page.screenshot(path=str(tmp_path / "rescored-comparison.png"), full_page=True)
+
+
+def test_a_suite_without_rows_names_its_evaluators_as_one_with_rows() -> None:
+    """A shard that got none of a suite's examples describes the suite as the shards
+    that did (else `ctxbench merge` would see two runs)."""
+    evaluators = {"qa": [{"name": "answer_quality", "class": "m:AQ", "config": "a"}]}
+    info = SuiteInfo("cli", datasets=("qa",), limits={"min_pass_rate": 0.5}, labels={"sys": "sys"},
+                     evaluators=evaluators)
+    row = EvalRow("sys", "q-1", {"f1": 1.0}, 1, 1, {"score_field": "f1"}, 0.1, "qa")
+    with_rows = build_run_report([Record("sys", "cli", (0, 0, 0), "pass", row)], {"cli": info})
+    without = build_run_report([], {"cli": info})
+    assert with_rows.suites == without.suites
+    assert without.suites[0]["evaluators"] == evaluators

@@ -200,18 +200,23 @@ def build_run_report(
         for label, system in expected.items():
             if label in seen or label in summary:
                 continue
-            suites.append(
-                {
-                    "label": label,
-                    "origin": origin,
-                    "system": system,
-                    "datasets": list(info.datasets),
-                    "score_field": info.score_field,
-                    "threshold": info.threshold,
-                    "limits": {k: v for k, v in info.limits.items() if v is not None},
-                    "strict": info.strict,
+            entry = {
+                "label": label,
+                "origin": origin,
+                "system": system,
+                "datasets": list(info.datasets),
+                "score_field": info.score_field,
+                "threshold": info.threshold,
+                "limits": {k: v for k, v in info.limits.items() if v is not None},
+                "strict": info.strict,
+            }
+            if info.evaluators:
+                # as a suite with rows says it (a shard that got none of its
+                # examples describes it as the others do)
+                entry["evaluators"] = {
+                    tag: info.evaluators[tag] for tag in info.datasets if tag in info.evaluators
                 }
-            )
+            suites.append(entry)
             gates.extend(check_gates(label, {}, suite_gates))
     return RunReport(summary, suites, gates, ordered, sorted(set(lost)), intervals, repeats)
 
