@@ -16,10 +16,16 @@ without the behaviour changing (no timestamp, no latency). Shape::
       "summary": {suite: {metric: value}},
       "suites": [{label, origin, system, datasets, score_field, threshold, limits, strict}],
       "rows": [
-        {"suite": ..., "dataset": ..., "example_id": ..., "system": ..., "status": ..., "scores": {...}, ...},
+        {"suite": ..., "dataset": ..., "example_id": ..., "system": ..., "status": ..., "scores": {...}, ...,
+         "answer": {"response": ..., "tool_calls": ...}},
         ...
       ]
     }
+
+Each row keeps its ``answer`` (what the evaluators read, capped:
+:mod:`pytest_context_bench.answers`) unless the run said
+``--ctxbench-baseline-responses=off``: it is scored again without the System when
+the evaluators change (``ctxbench rescore``, and the gate, docs/gating.md).
 
 :func:`compare` matches the current run's rows to the baseline's by
 ``(suite, dataset, example_id)`` (an id is unique within its dataset only) and tests
@@ -39,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ._files import atomic_write_text, not_regular
+from .answers import answer_problem
 from ._json import JSONValueError, strict_loads
 from .errors import ConfigError
 from .metrics import row_score
@@ -115,7 +122,10 @@ _ROW_KEYS = (
     "output_tokens",
     "error",
     "metadata",
+    "answer",
 )
+#: Row keys written only when the row has them.
+_ROW_OPTIONAL = ("answer",)
 _STATUSES = ("pass", "below", "error", "unscored")
 _FIX = "re-create it with --ctxbench-save-baseline"
 
@@ -195,10 +205,14 @@ def _sorted(value: Any) -> Any:
     return value
 
 
-def _baseline_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def _baseline_row(row: Mapping[str, Any], answers: bool = True) -> dict[str, Any]:
     # Latency (and anything not in _ROW_KEYS, e.g. a future timestamp) is dropped:
     # it changes on every run and would make every re-saved baseline a diff.
-    return {k: _sorted(row.get(k)) for k in _ROW_KEYS}
+    return {
+        k: _sorted(row.get(k))
+        for k in _ROW_KEYS
+        if k not in _ROW_OPTIONAL or (row.get(k) is not None and (answers or k != "answer"))
+    }
 
 
 def baseline_document(
@@ -206,6 +220,7 @@ def baseline_document(
     *,
     git_commit: str | None = None,
     dataset_fingerprints: Mapping[str, str] | None = None,
+    answers: bool = True,
 ) -> dict[str, Any]:
     """The baseline dict built from a JSON report dict (``to_json_dict`` output).
 
@@ -213,6 +228,9 @@ def baseline_document(
         ``lost`` are not kept; ``run.options`` becomes ``options``).
     :param git_commit: the commit, see :func:`git_commit`.
     :param dataset_fingerprints: ``{tag: fingerprint}`` of the run's datasets.
+    :param answers: keep each row's ``answer`` (what the System returned, capped:
+        :mod:`~pytest_context_bench.answers`); ``False`` with
+        ``--ctxbench-baseline-responses=off``.
     :return: a dict in the file's key order (see the module docstring).
     """
     run = report_doc.get("run") or {}
@@ -231,7 +249,7 @@ def baseline_document(
         "options": _sorted(dict(options)),
         "summary": _sorted(dict(report_doc.get("summary", {}))),
         "suites": _sorted(suites),
-        "rows": [_baseline_row(r) for r in report_doc.get("rows", [])],
+        "rows": [_baseline_row(r, answers) for r in report_doc.get("rows", [])],
     }
     return json_safe(doc)  # type: ignore[no-any-return]
 
@@ -260,20 +278,26 @@ def write_baseline(
     *,
     git_commit: str | None = None,
     dataset_fingerprints: Mapping[str, str] | None = None,
+    answers: bool = True,
 ) -> None:
     """Write the baseline of a run to ``path`` atomically (temporary file + ``os.replace``).
 
     :param path: the baseline file; its directory is created if needed.
     :param doc: the JSON report dict (``to_json_dict`` output), or a baseline dict
-        (``kind`` set), written as is.
+        (``kind`` set), written as is (but its answers, with ``answers=False``).
     :param git_commit: see :func:`baseline_document`.
     :param dataset_fingerprints: see :func:`baseline_document`.
+    :param answers: see :func:`baseline_document`.
     :raises OSError: when the file cannot be written (nothing is left behind).
     """
     if doc.get("kind") == BASELINE_KIND and git_commit is None and dataset_fingerprints is None:
         base = dict(doc)
+        if not answers:
+            base["rows"] = [_baseline_row(r, False) for r in base.get("rows", [])]
     else:
-        base = baseline_document(doc, git_commit=git_commit, dataset_fingerprints=dataset_fingerprints)
+        base = baseline_document(
+            doc, git_commit=git_commit, dataset_fingerprints=dataset_fingerprints, answers=answers
+        )
     text = render_baseline(base)
     atomic_write_text(path, text)
 
@@ -418,12 +442,15 @@ def load_baseline(path: str | os.PathLike[str]) -> Baseline:
             problem = status_problem(raw, described)
         if problem is None:
             problem = money.row({"metadata": row.metadata})
+            if problem is None and "answer" in raw:
+                problem = answer_problem(raw["answer"])
             if problem is not None:
                 problem = f"(suite {raw['suite']!r}, example_id {raw['example_id']!r}) {problem}"
         if problem is not None:
             raise _bad(p, f"{where} {problem}")
         suite = raw["suite"]
-        records.append(Record(suite, origins.get(suite, ""), (i,), str(raw["status"]), row))
+        io = {"answer": raw["answer"]} if "answer" in raw else None
+        records.append(Record(suite, origins.get(suite, ""), (i,), str(raw["status"]), row, io))
     plugin = doc["plugin"]
     commit = doc["git_commit"]
     return Baseline(
@@ -508,6 +535,9 @@ class SuiteComparison:
     trials_left_out: dict[str, int] = field(default_factory=dict)
     #: what the reader should know about how the suite was compared
     notes: list[str] = field(default_factory=list)
+    #: the evaluators the baseline was scored again with (its own differed from
+    #: the run's: rescore.apply_rescored); empty when it was not
+    rescored_with: list[str] = field(default_factory=list)
 
 
 @dataclass

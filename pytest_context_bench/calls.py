@@ -467,7 +467,8 @@ def _clip(value: Any, secrets: bool = False) -> str:
 @contextlib.contextmanager
 def keep_io() -> Iterator[list[dict[str, str]]]:
     """Collect ``{"response", "reference"}`` of each example scored in the block
-    (and ``"tool_calls"``, their ``name(args)`` rendering, when it made some)."""
+    (and ``"tool_calls"``, their ``name(args)`` rendering, when it made some; and
+    ``"answer"``, what the evaluators read, :func:`~.answers.keep_answer`)."""
     sink: list[dict[str, str]] = []
     token = _IO.set(sink)
     try:
@@ -491,4 +492,10 @@ def record_io(original: dict[str, Any], processed: dict[str, Any] | None) -> Non
         from .tool_use import show_calls
 
         kept["tool_calls"] = _clip(show_calls(calls), True)
+    if processed is not None:
+        # What the evaluators read, as the System returned it: scored again
+        # without the System (answers.py; ``ctxbench rescore``).
+        from .answers import keep_answer
+
+        kept["answer"] = keep_answer(processed)  # type: ignore[assignment]
     sink.append(kept)

@@ -372,44 +372,9 @@ def score_processed(
                 raised = exc
                 error = _error(exc, "system")
         if error is None:
-            owner: dict[str, str] = {}
-            for position, ev in enumerate(evaluators):
-                name = getattr(ev, "name", type(ev).__name__)
-                try:
-                    # An evaluator may explain its verdict (why the code failed,
-                    # which tokens were missing); the explanation goes to the row's
-                    # metadata, capped (details.py: it quotes untrusted text).
-                    detailed = getattr(ev, "score_details", None)
-                    done = ahead.get(position) if ahead else None
-                    if done is not None:
-                        result, details = done.result()
-                        if details:
-                            metadata[name] = _bounded(details)
-                    elif callable(detailed):
-                        with evaluator_source(name):  # its LLM calls are its own
-                            result, details = detailed(original, processed)
-                        if details:
-                            metadata[name] = _bounded(details)
-                    else:
-                        with evaluator_source(name):
-                            result = ev.score(original, processed)
-                    for key, value in result.items():
-                        if key in owner:
-                            raise ConfigError(
-                                f"evaluators {owner[key]!r} and {name!r} both produce"
-                                f" the score {key!r}; rename one."
-                            )
-                        owner[key] = name
-                        if isinstance(value, bool) or not isinstance(value, (int, float)):
-                            raise TypeError(
-                                f"evaluator {name!r} returned {type(value).__name__}"
-                                f" for score {key!r}; scores must be numbers."
-                            )
-                        scores[key] = float(value)
-                except Exception as exc:
-                    raised = exc
-                    error = _error(exc, f"evaluator:{name}")
-                    break
+            error, raised = run_evaluators(
+                original, processed, evaluators, scores, metadata, ahead
+            )
     record_io(original, processed)  # the plugin's reports show them; else a no-op
     row = EvalRow(
         system=system,
@@ -423,6 +388,60 @@ def score_processed(
         error=error,
     )
     return row, raised
+
+
+def run_evaluators(
+    original: dict[str, Any],
+    processed: dict[str, Any],
+    evaluators: Sequence[Evaluator],
+    scores: dict[str, float],
+    metadata: dict[str, Any],
+    ahead: dict[int, Any] | None = None,
+) -> tuple[dict[str, str] | None, BaseException | None]:
+    """Run ``evaluators`` in order on one processed example: their scores into
+    ``scores``, their explanations into ``metadata`` (under each one's name,
+    bounded). The first that raises (or returns a score that is not a number, or one
+    another evaluator produced) stops them: its error record and exception are
+    returned, else ``(None, None)``. Shared by the run (:func:`score_processed`) and
+    the scoring of saved answers (:mod:`pytest_context_bench.rescore`)."""
+    __tracebackhide__ = True
+    owner: dict[str, str] = {}
+    for position, ev in enumerate(evaluators):
+        name = getattr(ev, "name", type(ev).__name__)
+        try:
+            # An evaluator may explain its verdict (why the code failed, which
+            # tokens were missing); the explanation goes to the row's metadata,
+            # capped (details.py: it quotes untrusted text).
+            detailed = getattr(ev, "score_details", None)
+            done = ahead.get(position) if ahead else None
+            if done is not None:
+                result, details = done.result()
+                if details:
+                    metadata[name] = _bounded(details)
+            elif callable(detailed):
+                with evaluator_source(name):  # its LLM calls are its own
+                    result, details = detailed(original, processed)
+                if details:
+                    metadata[name] = _bounded(details)
+            else:
+                with evaluator_source(name):
+                    result = ev.score(original, processed)
+            for key, value in result.items():
+                if key in owner:
+                    raise ConfigError(
+                        f"evaluators {owner[key]!r} and {name!r} both produce"
+                        f" the score {key!r}; rename one."
+                    )
+                owner[key] = name
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    raise TypeError(
+                        f"evaluator {name!r} returned {type(value).__name__}"
+                        f" for score {key!r}; scores must be numbers."
+                    )
+                scores[key] = float(value)
+        except Exception as exc:
+            return _error(exc, f"evaluator:{name}"), exc
+    return None, None
 
 
 def _bounded(details: Any) -> Any:

@@ -251,9 +251,12 @@ def merge_shards(
                     ),
                     io=(
                         {
-                            k: str(row[k])
-                            for k in ("response", "reference", "tool_calls")
-                            if k in row
+                            **{
+                                k: str(row[k])
+                                for k in ("response", "reference", "tool_calls")
+                                if k in row
+                            },
+                            **({"answer": row["answer"]} if "answer" in row else {}),
                         }
                         or None
                     ),
@@ -277,6 +280,13 @@ def merge_shards(
             limits=merged_limits,
             strict=bool(s.get("strict", False)),
             datasets=tuple(s.get("datasets", ())),
+            # which evaluators scored each dataset, over the origin's suites
+            evaluators={
+                str(tag): list(evs)
+                for x in suites.values()
+                if str(x["origin"]) == origin and isinstance(x.get("evaluators"), dict)
+                for tag, evs in x["evaluators"].items()
+            },
         )
     lost = [n for shard in ordered for n in shard.doc.get("lost", [])]
     report = build_run_report(records, infos, lost)

@@ -104,6 +104,8 @@ def judge(
     familywise: str = "none",
     labels: Any = None,
     min_kappa: float | None = None,
+    rescored: Any = None,
+    baseline_problem: str | None = None,
 ) -> Verdict:
     """Compare ``report`` with ``baseline`` (a loaded
     :class:`~pytest_context_bench.baseline.Baseline`, or ``None``) and decide.
@@ -120,6 +122,11 @@ def judge(
         ``--ctxbench-judge-labels``): the judge's agreement is measured per suite.
     :param min_kappa: ``--ctxbench-min-judge-kappa``: a suite whose judge agrees less
         has its judge-scored gates (report and max-drop) reported, not enforced.
+    :param rescored: a :class:`~pytest_context_bench.rescore.BaselineRescore`
+        when ``baseline`` is the baseline scored again by the run's evaluators: its
+        notes lead each suite's comparison.
+    :param baseline_problem: why the baseline cannot be compared (a baseline scored
+        by other evaluators that kept no answer), or ``None``.
     """
     from .baseline import check_datasets, compare
 
@@ -127,6 +134,9 @@ def judge(
     if labels is not None:
         _gate_on_agreement(verdict, labels, min_kappa)
     if baseline is None:
+        return verdict
+    if baseline_problem is not None:
+        verdict.baseline_error = f"baseline not compared: {baseline_problem}"
         return verdict
     drops = dict(max_drops or {})
     try:
@@ -156,6 +166,17 @@ def judge(
                 else m
                 for m in suite.metrics
             ]
+    if rescored is not None:
+        from dataclasses import replace
+
+        comparison.suites = [
+            replace(
+                s,
+                notes=[*rescored.notes.get(s.suite, []), *s.notes],
+                rescored_with=list(rescored.rescored_with.get(s.suite, [])),
+            )
+            for s in comparison.suites
+        ]
     verdict.comparison = comparison
     if drops:
         # A max-drop gate that compared nothing must not pass silently: a renamed
@@ -245,6 +266,7 @@ def comparison_doc(verdict: Verdict) -> dict[str, Any] | None:
                     "n_matched": s.n_matched,
                     "trials_left_out": dict(s.trials_left_out),
                     "notes": list(s.notes),
+                    "rescored_with": list(s.rescored_with),
                     "flipped_to_fail": list(s.flipped_to_fail),
                     "flipped_to_pass": list(s.flipped_to_pass),
                     "new": list(s.new),

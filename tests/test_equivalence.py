@@ -931,3 +931,35 @@ def test_judges_every_mode_gives_the_same_answer(
         assert [g.get("not_enforced") for g in doc["gates"]] == [
             g.get("not_enforced") for g in reference["gates"]], name
         assert doc["judge_agreement"]["suites"] == agreement["suites"], name
+# --- answers scored again (issue 37) -------------------------------------------------
+
+
+def test_a_rescored_report_equals_the_run(
+    pytester: pytest.Pytester, endpoints: dict[str, Endpoint]
+) -> None:
+    """``ctxbench rescore`` of the serial run's report, by the evaluators the run
+    wired (no --evaluator), is that run: the same rows, details, call records,
+    summaries, intervals and gates, for every System and all three origins (token
+    F1, assertions with tool calls, an agent's trajectory and budgets)."""
+    systems = tuple(SYSTEMS)
+    base = _project(pytester, endpoints, "cli", systems)
+    key = ("cli", systems, "serial")
+    reference = _REFERENCES.get(key)
+    if reference is None:
+        reference = run_mode(pytester, endpoints, MODES["serial"], base, "ref-serial")
+        check_reference(reference, systems, 1)
+    source = pytester.path / "ref.json"
+    source.write_text(json.dumps(reference), encoding="utf-8")
+    requests = {name: len(server.requests) for name, server in endpoints.items()}
+    out = pytester.path / "rescored.json"
+    status = ctxbench_main([
+        "rescore", str(source), "--dataset", str(pytester.path / "qa.jsonl"),
+        "--dataset", str(pytester.path / "regions.jsonl"), "--dataset", str(pytester.path / "agents.jsonl"),
+        "--json", str(out), "--cache", "off",
+    ])
+    assert status == 1  # the min-mean-score gate fails, as in the run
+    got = read_json(out)
+    assert got["run"]["rescored"]["not_rescored"] == []
+    assert normal(got) == normal(reference)
+    # No System was called: not one request reached an endpoint.
+    assert {name: len(server.requests) for name, server in endpoints.items()} == requests

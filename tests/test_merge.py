@@ -687,3 +687,23 @@ def test_merge_sums_the_endpoints_adaptive_budgets(tmp_path: Path) -> None:
             "unavailable_503": 1,
         },
     }
+
+
+def test_a_baseline_scored_by_other_evaluators_is_refused_with_the_fix(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The merge has neither the evaluators nor the examples to score a baseline
+    again (issue 37): exit 4, naming ctxbench rescore."""
+    doc = read_json(runs / "base.json")
+    for suite in doc["suites"]:
+        for evs in suite["evaluators"].values():
+            evs.append({"name": "strict", "class": "checks:Strict", "config": "0"})
+    (tmp_path / "other.json").write_text(json.dumps(doc))
+    shards = [str(runs / f"shard-{i}.json") for i in range(1, 5)]
+    status = main(["merge", *shards, "--json", str(tmp_path / "m.json"),
+                   f"--ctxbench-baseline={tmp_path / 'other.json'}", "--ctxbench-max-drop=pass_rate:0.05"])
+    assert status == 4
+    err = " ".join(capsys.readouterr().err.split())
+    assert "suite 'mixed' was scored by other evaluators or another score field (qa: answer_quality, strict then, answer_quality now)" in err
+    assert "ctxbench rescore BASELINE --evaluator ... --save-baseline NEW.json" in err
+    assert not (tmp_path / "m.json").exists()

@@ -62,6 +62,8 @@ def test_save_then_compare_a_real_drop(bench: pytest.Pytester) -> None:
         )
     section = lambda r: r.stdout.str().split("baseline comparison:")[1].split("=====")[0]  # noqa: E731
     assert section(results["in"]) == section(results["n2"])
+    # The same evaluators as the baseline's: it is compared as saved, not scored again.
+    assert "re-scored" not in section(results["in"])
 
 
 def test_small_change_within_tolerance_passes(bench: pytest.Pytester) -> None:

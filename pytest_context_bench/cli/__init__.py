@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("cache", "Look at or clear the LLM response cache."),
     "merge": ("merge", "Merge the JSON reports of --ctxbench-shard jobs into one report and one gate."),
     "calibrate": ("calibrate", "Measure a run's LLM judge against people's labels: agreement, Cohen's kappa, the confusion matrix, the disagreements."),
+    "rescore": ("rescore", "Score a report's or a baseline's saved answers again, without the System."),
+    "history": ("history", "Show the runs of a folder of reports or baselines over time, as one offline HTML page."),
 }
 
 USAGE_ERROR = 4

@@ -136,6 +136,13 @@ def add_parser(parser: argparse.ArgumentParser) -> None:
         metavar="K",
         help="As the pytest option; default: the shards' own",
     )
+    parser.add_argument(
+        "--ctxbench-baseline-responses",
+        dest="baseline_responses",
+        choices=("on", "off"),
+        default="on",
+        help="Whether the saved baseline keeps the rows' answers, as the pytest option. Default: on",
+    )
 
 
 class _Usage(Exception):
@@ -333,6 +340,24 @@ def _run(args: argparse.Namespace) -> int:
     baseline = load_baseline(args.baseline) if args.baseline is not None else None
     notes += baseline.notes if baseline is not None else []
     merged = merge_shards(shards, limits)
+    if baseline is not None:
+        # The shards were scored by other evaluators (or another score field) than
+        # the baseline: the merge has neither the evaluators nor the examples to
+        # score the baseline again.
+        from ..rescore import needs_rescore
+
+        for suite in merged.report.suites:
+            why = needs_rescore(
+                baseline.suite(str(suite["label"])), suite.get("evaluators") or {},
+                suite.get("score_field"),
+            )
+            if why is not None:
+                raise _Usage(
+                    f"baseline {baseline.path}: suite {suite['label']!r} was scored by other"
+                    f" evaluators or another score field ({why}); score it again with the"
+                    " run's evaluators first (ctxbench rescore BASELINE --evaluator ..."
+                    " --save-baseline NEW.json), then merge with --ctxbench-baseline=NEW.json"
+                )
     from .._text import inert
 
     for note in notes:  # money that could not be recomputed here: unknown
@@ -424,7 +449,10 @@ def _run(args: argparse.Namespace) -> int:
             status = 1
         else:
             write_baseline(
-                args.save_baseline, doc, dataset_fingerprints=merged.fingerprints
+                args.save_baseline,
+                doc,
+                dataset_fingerprints=merged.fingerprints,
+                answers=args.baseline_responses == "on",
             )
             lines.append(f"baseline saved: {args.save_baseline}")
     lines.append(

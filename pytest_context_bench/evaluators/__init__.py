@@ -46,6 +46,7 @@ __all__ = [
     "check_judged",
     "evaluators_for",
     "example_fields",
+    "wired_evaluators",
     "field_evaluators",
     "field_problem",
     "field_primary_score",
@@ -337,3 +338,50 @@ def evaluators_for(
         judge_class: Callable[..., Any] = __getattr__(class_name)
         out.append(_shared_instance(judge_class, judge_kwargs(class_name, judge)))
     return out
+
+
+def wired_evaluators(
+    dataset: Any,
+    evaluators: Iterable[Any] | None = None,
+    extra: Iterable[Any] = (),
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+) -> list[Any]:
+    """The evaluators of a run's dataset, as every entry point wires them: ``evaluators``
+    (the marker's), else the dataset family's (:func:`evaluators_for`); then
+    ``extra`` (``--ctxbench-evaluator``); then those its examples' fields call for
+    (:func:`field_evaluators`, unless one of the same name is already there); then
+    the examples' own assertions when they have some (relative ``file://`` paths
+    read from the dataset file's directory).
+
+    :param dataset: a loaded dataset (``family``, and ``evaluator_fields``,
+        ``assertion_metrics`` and ``path`` when it has them).
+    :param options: constructor keyword arguments per evaluator name.
+    """
+    import os
+
+    evs = list(evaluators) if evaluators is not None else evaluators_for({dataset.family}, options)
+    evs.extend(extra)
+    fields = getattr(dataset, "evaluator_fields", ())
+    if fields:
+        evs.extend(field_evaluators(fields, evs, options))
+    if getattr(dataset, "assertion_metrics", None) is not None:
+        from .assertions import Assertions
+
+        path = getattr(dataset, "path", None)
+        base = os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None
+        evs.append(Assertions(base_dir=base, judge=rubric_judge(evs, options or {})))
+    return evs
+
+
+def rubric_judge(evaluators: Iterable[Any], options: Mapping[str, Any]) -> Any:
+    """The judge of llm-rubric assertions: an LLMJudge among ``evaluators`` (the
+    marker's), else the run's (--ctxbench-judge-url), else ``None``."""
+    for ev in evaluators:
+        if getattr(ev, "name", None) == "llm_judge":
+            return ev
+    judge = options.get("judge")
+    if not judge:
+        return None
+    from .judges import LLMJudge
+
+    return _shared_instance(LLMJudge, judge_kwargs("LLMJudge", judge))

@@ -201,6 +201,9 @@ class State:
 
     #: --ctxbench-trials=adaptive: the plan (plugin/trials.py), built on first use
     adaptive_plan: Any = None
+    #: --ctxbench-baseline scored by other evaluators: plugin/rescoring.py, built
+    #: on first use
+    rescorer: Any = None
 
     def more_trials(self, case: CliCase, system: Any) -> None:
         """Adaptive trials: ask ``case``'s example again when the plan says so."""
@@ -346,6 +349,19 @@ def pytest_configure(config: pytest.Config) -> None:
             from .trials import check_baseline
 
             check_baseline(state.baseline, settings)
+        if state.cli_spec is not None:
+            # A baseline scored by other evaluators (or another score field) is
+            # scored again from its kept answers; one that kept none cannot be:
+            # said before any example runs.
+            from ..report.run import CLI_ORIGIN
+            from ..rescore import blocked
+
+            problem = blocked(
+                state.baseline, CLI_ORIGIN, state.cli_spec.evaluator_identities(),
+                state.cli_spec.score_field,
+            )
+            if problem is not None:
+                raise pytest.UsageError(f"{settings.where['ctxbench_baseline']}: {_one_line(problem)}")
     if not is_worker(config):
         # Registered as a plugin so that it receives pytest_runtest_logreport for every
         # report, including those xdist replays from the workers.
@@ -1000,7 +1016,8 @@ def _attach(
                 # to_dict() yields exact builtins (floats, ints, strs) except for
                 # metadata, which is checked at the boundary.
                 "row": {**row.to_dict(), "metadata": ensure_wire_safe(row.metadata)},
-                "io": recorder.io.get(id(row)),
+                # The answer holds what the System returned: builtins only.
+                "io": ensure_wire_safe(recorder.io.get(id(row))),
             }
         )
     overall = next((s for s in ("error", "below", "unscored") if s in statuses), "pass")
@@ -1018,6 +1035,15 @@ def _attach(
             lines.extend(_details_text(r.metadata))
         report.longrepr = "below threshold (--ctxbench-strict):\n" + "\n".join(lines)
     payload: dict[str, Any] = {"v": WIRE_VERSION, "status": overall, "rows": rows}
+    if state.settings.baseline is not None and recorder.ref.trial <= 1:
+        # The baseline's answers of this example scored again by this item's
+        # evaluators, when its suite's evaluators changed (plugin/rescoring.py).
+        from .rescoring import rescorer_for
+
+        rescorer = rescorer_for(state)
+        rescored = rescorer.entries(recorder) if rescorer is not None else []
+        if rescored:
+            payload["rescored"] = rescored
     _add_properties(item_properties, recorder.rows, statuses)
     if spec.origin not in state.sent_origins:
         # How the suite is scored and gated travels once per process (the controller

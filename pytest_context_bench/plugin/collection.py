@@ -16,7 +16,6 @@ deterministic order, so every xdist worker collects the same items.
 
 from __future__ import annotations
 
-import os
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,6 @@ import pytest
 from .._text import inert as inert_text
 from ..datasets import Dataset, resolve_datasets
 from ..datasets.selection import Selection
-from ..engine import default_evaluators
 from ..errors import CtxBenchError
 from ..metrics.scores import ASSERT_PASS, ASSERT_SCORE
 from .options import MARKER, Settings, marker_kwargs_parsers
@@ -70,29 +68,16 @@ class SuiteSpec:
     def evaluators_for(self, ds_pos: int) -> list[Any]:
         evs = self._evaluators.get(ds_pos)
         if evs is None:
-            ds = self.datasets[ds_pos]
-            if self.evaluators is not None:
-                evs = list(self.evaluators)
-            else:
-                evs = default_evaluators({ds.family}, self.evaluator_options)
-            evs.extend(self.extra_evaluators)
-            fields = getattr(ds, "evaluator_fields", ())
-            if fields:
-                # Evaluators an example's own fields call for (expected_tool_calls:
-                # ToolCallMatch, expected_trajectory: TrajectoryMatch), whatever the
-                # family, unless one of the same name (the marker's evaluators,
-                # --ctxbench-evaluator) is already there (docs/evaluators.md).
-                from ..evaluators import field_evaluators
+            # The family's (or the marker's), --ctxbench-evaluator's, those the
+            # examples' fields call for (expected_tool_calls: ToolCallMatch,
+            # expected_trajectory: TrajectoryMatch) and the examples' own
+            # assertions: the one wiring `ctxbench rescore` uses too.
+            from ..evaluators import wired_evaluators
 
-                evs.extend(field_evaluators(fields, evs, self.evaluator_options))
-            if getattr(ds, "assertion_metrics", None) is not None:
-                # The examples' own assertions (docs/assertions.md); relative
-                # file:// paths are read from the dataset file's directory.
-                from ..evaluators.assertions import Assertions
-
-                path = getattr(ds, "path", None)
-                base = os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None
-                evs.append(Assertions(base_dir=base, judge=_rubric_judge(evs, self.evaluator_options)))
+            evs = wired_evaluators(
+                self.datasets[ds_pos], self.evaluators, self.extra_evaluators,
+                self.evaluator_options,
+            )
             self._evaluators[ds_pos] = evs
         return evs
 
@@ -121,6 +106,17 @@ class SuiteSpec:
             "strict": self.strict,
             "datasets": [ds.tag for ds in self.datasets],
             "fingerprints": {ds.tag: ds.fingerprint for ds in self.datasets},
+            "evaluators": self.evaluator_identities(),
+        }
+
+    def evaluator_identities(self) -> dict[str, list[dict[str, str]]]:
+        """Dataset tag → the identities of the evaluators that score it
+        (:func:`~pytest_context_bench.rescore.evaluator_identity`)."""
+        from ..rescore import describe_evaluators
+
+        return {
+            ds.tag: describe_evaluators(self.evaluators_for(i))
+            for i, ds in enumerate(self.datasets)
         }
 
 
@@ -197,21 +193,6 @@ class DatasetCache:
                 )
             tags[ds.tag] = ds
         return tuple(out)
-
-
-def _rubric_judge(evaluators: list[Any], options: dict[str, dict[str, Any]]) -> Any:
-    """The judge of llm-rubric assertions: an LLMJudge among ``evaluators`` (the
-    marker's), else the run's (--ctxbench-judge-url), else ``None``."""
-    for ev in evaluators:
-        if getattr(ev, "name", None) == "llm_judge":
-            return ev
-    judge = options.get("judge")
-    if not judge:
-        return None
-    from ..evaluators import _shared_instance, judge_kwargs
-    from ..evaluators.judges import LLMJudge
-
-    return _shared_instance(LLMJudge, judge_kwargs("LLMJudge", judge))
 
 
 def check_judge_needed(

@@ -159,6 +159,15 @@ BASELINE = _opt(
     "Compare this run with the baseline at PATH, example by example",
     "PATH",
 )
+BASELINE_RESPONSES = _opt(
+    "baseline-responses",
+    "str",
+    "Whether a saved baseline keeps each example's answer (response, tool calls,"
+    " trajectory; capped at 2,000 characters each) so that it can be scored again"
+    " without the System: on or off (for answers that must not be committed)."
+    " Default: on",
+    "on|off",
+)
 MAX_DROP = _opt(
     "max-drop",
     "list",
@@ -501,6 +510,7 @@ OPTIONS: tuple[Option, ...] = (
     TOKENIZER,
     TEXT_FIELDS,
     SAVE_BASELINE,
+    BASELINE_RESPONSES,
     BASELINE,
     MAX_DROP,
     CONFIDENCE,
@@ -741,6 +751,8 @@ class Settings:
     #: the agreement below which judge-scored gates are not enforced
     #: (--ctxbench-min-judge-kappa), or None
     min_judge_kappa: float | None = None
+    #: a saved baseline keeps the rows' answers (--ctxbench-baseline-responses)
+    baseline_responses: bool = True
 
     @property
     def active(self) -> bool:
@@ -1047,6 +1059,7 @@ class Settings:
             call_timeout=call_timeout,
             no_status=bool(get(NO_STATUS)[0]),
             transcripts=_transcripts(get),
+            baseline_responses=_baseline_responses(get),
             datasets=tuple(str(d).strip() for d in datasets),
             dataset_base=invdir if ds_cli else inidir,
             systems=tuple(str(s).strip() for s in systems),
@@ -1295,6 +1308,20 @@ def _transcripts(get: Callable[[Option], tuple[Any, bool]]) -> str:
             f" {', '.join(TRANSCRIPT_MODES)}, given: {raw!r}"
         )
     return mode
+
+
+def _baseline_responses(get: Callable[[Option], tuple[Any, bool]]) -> bool:
+    """``--ctxbench-baseline-responses`` / ``ctxbench_baseline_responses``: on or
+    off, checked."""
+    raw, from_cli = get(BASELINE_RESPONSES)
+    if raw is None:
+        return True
+    value = str(raw).strip().lower()
+    if value not in ("on", "off"):
+        raise pytest.UsageError(
+            f"{BASELINE_RESPONSES.where(from_cli)} must be on or off, given: {raw!r}"
+        )
+    return value == "on"
 
 
 def _parse_shard(raw: Any, where: str) -> tuple[int, int]:

@@ -79,6 +79,8 @@ class Controller:
         self.verdict: Judgement | None = None
         self.baseline_error: str | None = None
         self.records: list[Record] = []
+        #: baseline rows scored again by the run's evaluators (plugin/rescoring.py)
+        self.rescored: list[dict[str, Any]] = []
         self.infos: dict[str, SuiteInfo] = {}
         self.lost: list[str] = []
         self._failed: list[tuple[str, bool, str]] = []
@@ -262,6 +264,8 @@ class Controller:
                 )
             return
         self._reported.add(report.nodeid)
+        # The baseline's rows of these examples scored again (plugin/rescoring.py).
+        self.rescored.extend(payload.get("rescored", ()))
         for item in payload["rows"]:
             self.records.append(
                 Record(
@@ -391,9 +395,19 @@ class Controller:
             session.testsfailed += 1  # the labels became unreadable during the run
         # Marked tests' datasets are known only now (under xdist the controller
         # never loads them): a changed one voids the comparison.
+        baseline, notes, rescore_error = self.baseline, None, None
+        if baseline is not None:
+            # Suites whose evaluators or score field changed are compared with their
+            # baseline scored again (rescore.apply_rescored).
+            from ..rescore import apply_rescored
+
+            applied = apply_rescored(baseline, self.report.suites, self.rescored)
+            baseline, notes, rescore_error = applied.baseline, applied, applied.error
         self.verdict = judge(
             self.report,
-            self.baseline,
+            baseline,
+            rescored=notes,
+            baseline_problem=rescore_error,
             max_drops=self.settings.max_drops,
             confidence=self.settings.confidence,
             require_same_examples=self.settings.require_same_examples,
@@ -719,6 +733,7 @@ class Controller:
                     doc,
                     git_commit=git_commit(config.rootpath),
                     dataset_fingerprints=self.fingerprints(),
+                    answers=self.settings.baseline_responses,
                 )
             except OSError as exc:
                 self.baseline_error = (

@@ -242,9 +242,14 @@ def baseline_diff(doc: Mapping[str, Any]) -> dict[str, Any] | None:
         "metrics": list(comparison.get("metrics", [])),
         "flipped": flipped,
         "notes": [
+            f"{s.get('suite')}: {note}"
+            for s in comparison.get("suites", [])
+            for note in s.get("notes", [])
+        ]
+        + [
             (
-                "A baseline file keeps each example's scores, not its response: the"
-                " flipped examples show this run's response."
+                "The flipped examples show this run's response; the baseline's answers"
+                " are in its file (each row's answer)."
             )
         ],
     }
@@ -512,6 +517,14 @@ _SCRIPT = r"""
   fact("xdist workers", run.xdist_workers);
   if (run.merged_from) fact("merged", run.merged_from.length + " shard report(s): " + run.merged_from.join(", "));
   if (run.invocation) fact(run.merged_from ? "merge command" : "invocation", run.invocation.join(" "));
+  if (run.rescored) {
+    const names = Array.from(new Set(Object.values(run.rescored.evaluators || {}).flatMap(function (evs) {
+      return (evs || []).map(function (e) { return String(e.name); });
+    }))).sort();
+    const skipped = (run.rescored.not_rescored || []).length;
+    fact("re-scored", "from " + run.rescored.from + " (" + run.rescored.kind + ") with: " + (names.join(", ") || "no evaluator")
+      + (skipped ? "; " + skipped + " row(s) not re-scored (answer not kept whole)" : ""));
+  }
 
   // ---- gates first
   const gates = doc.gates || [];

@@ -229,6 +229,22 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
         str(doc.get("created", "")),
     ]
     out += [md_escape(" · ".join(f for f in facts if f), limit=400), ""]
+    rescored = run.get("rescored")
+    if isinstance(rescored, dict):
+        names = sorted({
+            str(e.get("name")) for evs in (rescored.get("evaluators") or {}).values()
+            for e in evs if isinstance(e, dict)
+        })
+        skipped = rescored.get("not_rescored") or []
+        out += [
+            md_escape(
+                f"re-scored from {rescored.get('from')} ({rescored.get('kind')}) with:"
+                f" {', '.join(names) or 'no evaluator'}"
+                + (f"; {len(skipped)} row(s) not re-scored (answer not kept whole)" if skipped else ""),
+                limit=400,
+            ),
+            "",
+        ]
 
     gates = list(doc.get("gates", []))
     comparison = doc.get("baseline_comparison") or {}
@@ -333,6 +349,10 @@ def render_markdown(doc: Mapping[str, Any], *, title: str = "ctxbench") -> str:
         )
         out.append("")
         for s in comparison.get("suites", []):
+            # How the suite was compared (the baseline scored again by this run's
+            # evaluators, an adaptive run that bought no trial).
+            for note in s.get("notes", []):
+                out.append(f"- **{md_escape(s.get('suite'))}**: {md_escape(note, 600)}")
             for key, what in (
                 ("flipped_to_fail", "pass → fail"),
                 ("flipped_to_pass", "fail → pass"),

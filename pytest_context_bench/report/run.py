@@ -39,9 +39,13 @@ class SuiteInfo:
     #: The suite labels the origin is expected to produce (one per System known up
     #: front); empty when the System comes from a fixture and is named by its rows.
     labels: dict[str, str] = field(default_factory=dict)  # suite label -> system
+    #: dataset tag → its evaluators' identities (rescore.evaluator_identity): what
+    #: tells a baseline scored by other evaluators; empty when unknown
+    evaluators: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> SuiteInfo:
+        evaluators = data.get("evaluators")
         return cls(
             origin=str(data["origin"]),
             threshold=float(data.get("threshold", 0.7)),
@@ -51,6 +55,11 @@ class SuiteInfo:
             datasets=tuple(data.get("datasets", ())),
             fingerprints={str(k): str(v) for k, v in (data.get("fingerprints") or {}).items()},
             labels={str(k): str(v) for k, v in (data.get("labels") or {}).items()},
+            evaluators={
+                str(tag): [{str(k): str(v) for k, v in e.items()} for e in evs if isinstance(e, dict)]
+                for tag, evs in evaluators.items()
+                if isinstance(evs, list)
+            } if isinstance(evaluators, dict) else {},
         )
 
 
@@ -63,8 +72,9 @@ class Record:
     order: tuple[int, ...]
     status: str
     row: EvalRow
-    #: ``{"response", "reference"}`` (clipped) when the plugin kept them, else None
-    io: dict[str, str] | None = None
+    #: ``{"response", "reference"}`` (clipped) when the plugin kept them, with
+    #: ``"answer"`` (what the evaluators read: answers.py), else None
+    io: dict[str, Any] | None = None
 
 
 @dataclass
@@ -153,18 +163,23 @@ def build_run_report(
             key = key_of(label, system)
             mine_recs = [r for r in recs if r.suite == label]
             summary[label] = per_system[key]
-            suites.append(
-                {
-                    "label": label,
-                    "origin": origin,
-                    "system": system,
-                    "datasets": list(dict.fromkeys(r.row.dataset for r in mine_recs)) if split else datasets,
-                    "score_field": info.score_field,
-                    "threshold": info.threshold,
-                    "limits": {k: v for k, v in info.limits.items() if v is not None},
-                    "strict": info.strict,
+            entry: dict[str, Any] = {
+                "label": label,
+                "origin": origin,
+                "system": system,
+                "datasets": list(dict.fromkeys(r.row.dataset for r in mine_recs)) if split else datasets,
+                "score_field": info.score_field,
+                "threshold": info.threshold,
+                "limits": {k: v for k, v in info.limits.items() if v is not None},
+                "strict": info.strict,
+            }
+            if info.evaluators:
+                # Which evaluators scored each dataset: a baseline scored by others is
+                # scored again before it is compared (docs/gating.md).
+                entry["evaluators"] = {
+                    tag: info.evaluators[tag] for tag in entry["datasets"] if tag in info.evaluators
                 }
-            )
+            suites.append(entry)
             gates.extend(check_gates(label, per_system[key], suite_gates))
             if folded is None:
                 intervals[label] = _intervals(
@@ -187,18 +202,23 @@ def build_run_report(
         for label, system in expected.items():
             if label in seen or label in summary:
                 continue
-            suites.append(
-                {
-                    "label": label,
-                    "origin": origin,
-                    "system": system,
-                    "datasets": list(info.datasets),
-                    "score_field": info.score_field,
-                    "threshold": info.threshold,
-                    "limits": {k: v for k, v in info.limits.items() if v is not None},
-                    "strict": info.strict,
+            entry = {
+                "label": label,
+                "origin": origin,
+                "system": system,
+                "datasets": list(info.datasets),
+                "score_field": info.score_field,
+                "threshold": info.threshold,
+                "limits": {k: v for k, v in info.limits.items() if v is not None},
+                "strict": info.strict,
+            }
+            if info.evaluators:
+                # as a suite with rows says it (a shard that got none of its
+                # examples describes it as the others do)
+                entry["evaluators"] = {
+                    tag: info.evaluators[tag] for tag in info.datasets if tag in info.evaluators
                 }
-            )
+            suites.append(entry)
             gates.extend(check_gates(label, {}, suite_gates))
     return RunReport(summary, suites, gates, ordered, sorted(set(lost)), intervals, repeats)
 
