@@ -131,6 +131,19 @@ class LLMError(CtxBenchError):
         self.attempts = attempts
 
 
+def sdk_hint(exc: BaseException) -> str:
+    """A sentence to add to an error an SDK raised at our ``http_client()``: the
+    anthropic SDK 2.x (and openai 3.x) build on ``httpx2``, a fork of httpx, and
+    refuse an ``httpx.Client``; ``""`` for any other error."""
+    text = str(exc)
+    if isinstance(exc, TypeError) and "http_client" in text and "httpx2" in text:
+        return (
+            " This SDK is built on httpx2: pass http_client(flavor=\"httpx2\") from"
+            " pytest_context_bench (docs/cache.md, 'SDKs built on httpx2')."
+        )
+    return ""
+
+
 #: The longest error message kept in a row (longer ones are cut, with an ellipsis).
 _MAX_MESSAGE = 2000
 
@@ -148,8 +161,6 @@ def error_record(exc: BaseException, where: str) -> dict[str, str]:
 
     # A row is written to reports and baselines: no credentials in its URLs, no API
     # key (whatever library quoted it).
-    from .importing import sdk_hint
-
     message = redact(str(exc)) + sdk_hint(exc)
     if len(message) > _MAX_MESSAGE:
         message = message[:_MAX_MESSAGE] + "…"

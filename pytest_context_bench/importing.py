@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import ConfigError, SystemLoadError
+from .errors import ConfigError, SystemLoadError, sdk_hint
 
 __all__ = [
     "import_object",
@@ -14,19 +14,6 @@ __all__ = [
     "check_system",
     "check_memory_system",
 ]
-
-
-def sdk_hint(exc: BaseException) -> str:
-    """A sentence to add to an error an SDK raised at our ``http_client()``: the
-    anthropic SDK 2.x (and openai 3.x) build on ``httpx2``, a fork of httpx, and
-    refuse an ``httpx.Client``; ``""`` for any other error."""
-    text = str(exc)
-    if isinstance(exc, TypeError) and "http_client" in text and "httpx2" in text:
-        return (
-            " This SDK is built on httpx2: pass http_client(flavor=\"httpx2\") from"
-            " pytest_context_bench (docs/cache.md, 'SDKs built on httpx2')."
-        )
-    return ""
 
 
 def import_object(path: str, *, what: str = "object") -> Any:

@@ -74,6 +74,7 @@ def test_exports() -> None:
         "AssertionBreakdown",
         "MeanScore",
         "MoneyCost",
+        "LLMTokens",
         "PassRate",
         "CompressionRatio",
         "CostOfPass",

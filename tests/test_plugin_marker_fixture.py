@@ -270,7 +270,7 @@ def test_marker_gates_belong_to_the_suites_the_test_recorded(
     assert all(g["passed"] for g in doc["gates"])
     assert sorted(doc["summary"]) == expected
     assert result.ret == 0, result.stdout.str()
-    result.assert_outcomes(passed=8 + len(expected))
+    result.assert_outcomes(passed=8)  # the met gates are listed, not counted
 
 
 def test_a_marked_test_that_recorded_nothing_is_still_gated_under_its_name(

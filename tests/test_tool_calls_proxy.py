@@ -304,7 +304,7 @@ def test_a_multi_step_loop_through_http_client_replays_with_zero_requests(pytest
 def test_bad_tools_are_exit_4_naming_the_line(pytester: pytest.Pytester, value: str, said: str) -> None:
     good = json.dumps({"id": "ok", "question": "q", "answer": "a", "tools": [LOOKUP]})
     (pytester.path / "qa.jsonl").write_text(good + "\n" + '{"id": "bad", "question": "q", "answer": "a", ' + value + "}\n")
-    line = usage_line(pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://127.0.0.1:9"))
+    line = usage_line(pytester.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-proxy=http://127.0.0.1:9", "--ctxbench-model=m"))
     assert "qa.jsonl:2:" in line and said in line, line
 
 

@@ -190,8 +190,13 @@ def run(args: argparse.Namespace) -> int:
             from ..systems.models import endpoint_model
 
             try:
+                from ..keys import environment_key
+
                 args.judge_model = endpoint_model(
-                    args.judge_url, flag="--judge-model", url_flag="--judge-url"
+                    args.judge_url,
+                    flag="--judge-model",
+                    url_flag="--judge-url",
+                    api_key=environment_key("OPENAI_API_KEY"),
                 )
             except ConfigError as exc:
                 return _fail(" ".join(str(exc).split()))

@@ -586,7 +586,7 @@ def _resolve_models(config: pytest.Config, state: State) -> dict[str, str]:
                 url,
                 flag=flag.flag,
                 url_flag=url_flag.flag,
-                api_key=os.environ.get("OPENAI_API_KEY") or None,
+                api_key=environment_key("OPENAI_API_KEY"),
                 timeout=timeout,
             )
         except ConfigError as exc:
@@ -616,9 +616,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     ds = ", ".join(f"{d.tag} ({size(d)})" for d in state.cli_spec.datasets)
     systems = ", ".join(s.name for s in state.systems) or "ctxbench_system fixture"
     lines = [inert(f"ctxbench {__version__}: datasets {ds}; systems {systems}")]
-    from ..llm import display_url
-
     for url, model in state.models_found.items():
+        from ..llm import display_url
+
         lines.append(
             inert(
                 f"ctxbench: model {model!r} at {display_url(url)}: the only model"
