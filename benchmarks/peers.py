@@ -10,6 +10,10 @@ most it serves at once. Each tool is allowed ``--connections`` requests in fligh
   --ctxbench-concurrency=C --ctxbench-cache=off`` (this checkout);
 * ``ctxbench@REV``: the same command run from another checkout (``--tree PATH``,
   e.g. a ``git worktree`` of an older commit), with ``PYTHONPATH=PATH``;
+* ``proxy-loop``: the built-in System alone (``OpenAIProxy.aprocess``, what
+  ``--ctxbench-proxy`` calls: ``LLMClient``, the cache transport, the call budget
+  installed at ``C``) in the bare loop below instead of pytest: one call through
+  the proxy, without the pytest item around it;
 * ``asyncio+httpx``: a bare loop: ``asyncio.gather`` over the questions, an
   ``asyncio.Semaphore(C)`` and one ``httpx.AsyncClient`` with ``max_connections=C``;
   it checks each answer as the others do;
@@ -31,8 +35,9 @@ skipped.
 
 Each run is a fresh process (bytecode written: ``PYTHONDONTWRITEBYTECODE`` is
 dropped, as on a user's machine), timed with ``perf_counter``; its CPU time (user +
-system) and peak RSS come from ``wait4`` (the process and the children it waited
-for: xdist workers, node). After one untimed warm-up run of each tool, ``--rounds``
+system) comes from ``wait4`` (the process and the children it waited for: xdist
+workers, node), its peak RSS from GNU ``time`` (``/usr/bin/time``, which starts it
+from a small process), else from ``wait4``. After one untimed warm-up run of each tool, ``--rounds``
 rounds run every tool once, the order reversed every other round; the medians are
 shown. With ``--startup`` (the default) each tool also answers one question in each
 round, and the CPU time of one call is ``(cpu(n) - cpu(1)) / (n - 1)``: start-up
@@ -67,7 +72,35 @@ from typing import Any
 from pytest_context_bench.testing import FakeLLM, Reply
 
 QUESTION = re.compile(r"capital of country (\d+)")
-TOOLS = ("ctxbench", "asyncio+httpx", "inspect", "deepeval", "promptfoo")
+TOOLS = ("ctxbench", "proxy-loop", "asyncio+httpx", "inspect", "deepeval", "promptfoo")
+
+PROXY_LOOP = '''\
+import asyncio, json, sys
+from pytest_context_bench import concurrency
+from pytest_context_bench.systems import OpenAIProxy
+
+
+async def main(url, connections, path):
+    rows = [json.loads(line) for line in open(path) if line.strip()]
+    # The run's call budget, as --ctxbench-concurrency installs it.
+    concurrency.install(concurrency.Budget(connections), None, connections)
+    proxy = OpenAIProxy(url, "m", api_key="x")
+    gate = asyncio.Semaphore(connections)
+    passed = 0
+
+    async def one(row):
+        nonlocal passed
+        async with gate:
+            out = await proxy.aprocess(row)
+            passed += row["answer"] in out["response"]
+
+    await asyncio.gather(*(one(row) for row in rows))
+    await proxy.client.aclose()
+    print(f"{passed} passed")
+
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3]))
+'''
 
 BARE_LOOP = '''\
 import asyncio, json, sys
@@ -243,17 +276,30 @@ def clean_env() -> dict[str, str]:
     return env
 
 
+#: GNU time, which starts the measured command from a small process: the peak RSS
+#: of a child forked from this one would count this process's pages before exec.
+GNU_TIME = "/usr/bin/time"
+
+
 def run(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, int, str, int]:
-    """(wall s, CPU s, peak RSS KiB, output, exit status) of one fresh process."""
-    with tempfile.TemporaryFile() as sink:
+    """(wall s, CPU s, peak RSS KiB, output, exit status) of one fresh process (and
+    the children it waited for)."""
+    with tempfile.TemporaryFile() as sink, tempfile.NamedTemporaryFile("r") as peak:
+        wrapped = argv
+        if os.access(GNU_TIME, os.X_OK):
+            wrapped = [GNU_TIME, "-q", "-o", peak.name, "-f", "%M", *argv]
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(wrapped, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start
         proc.returncode = os.waitstatus_to_exitcode(status)
         sink.seek(0)
         out = sink.read().decode("utf-8", "replace")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, out, proc.returncode
+        rss = usage.ru_maxrss
+        text = peak.read().strip().splitlines()
+        if text and text[-1].isdigit():
+            rss = int(text[-1])
+    return wall, usage.ru_utime + usage.ru_stime, rss, out, proc.returncode
 
 
 def write_data(directory: Path, n: int, url: str) -> None:
@@ -281,6 +327,7 @@ def write_data(directory: Path, n: int, url: str) -> None:
             encoding="utf-8",
         )
     (directory / "bare_loop.py").write_text(BARE_LOOP, encoding="utf-8")
+    (directory / "proxy_loop.py").write_text(PROXY_LOOP, encoding="utf-8")
     (directory / "deepeval_run.py").write_text(DEEPEVAL_RUN, encoding="utf-8")
     (directory / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")
 
@@ -315,6 +362,11 @@ def build_tools(args: argparse.Namespace, url: str, missing: dict[str, str]) -> 
     for name in wanted:
         if name == "ctxbench":
             tools.append(Tool(name, ours, {**base, "PYTHONPATH": str(here)}, counted))
+        elif name == "proxy-loop":
+            tools.append(Tool(
+                name, lambda d: [py, "proxy_loop.py", url, c, f"{d}.jsonl"],
+                {**base, "PYTHONPATH": str(here)}, counted,
+            ))
         elif name == "asyncio+httpx":
             tools.append(Tool(name, lambda d: [py, "bare_loop.py", url, c, f"{d}.jsonl"], base, counted))
         elif name == "inspect":
@@ -413,6 +465,7 @@ def main() -> int:
                 before = len(llm.requests)
                 wall, cpu, rss, out, rc = run(tool.argv(data), directory, tool.env)
                 sent = len(llm.requests) - before
+                llm.requests.clear()  # only the count is kept: this process stays small
                 if rc not in (0,):
                     sys.stderr.write(f"{tool.name} failed ({rc}): {' '.join(tool.argv(data))}\n{out[-3000:]}\n")
                     sys.exit(2)
