@@ -43,6 +43,7 @@ import json
 import os
 import random
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -52,12 +53,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 TARGET = 1.3
+#: the load average (1 min) at each round of 'examples'
+LOADS: list[float] = []
 #: the plugin's import against pytest's (issue 26)
 IMPORT_TARGET = 0.25
 #: a plain run with the plugin installed and unused against -p no:ctxbench
 UNUSED_TARGET = 1.05
 #: the plugin's memory growth per example against bare pytest's per item
 GROWTH_TARGET = 1.3
+#: the load average (1 min) at each round of 'examples'
+LOADS: list[float] = []
 
 # Runs pytest in-process and reports the peak RSS of this process (the pytest
 # process) and of its largest waited-for child (an xdist worker, under -n), in KiB.
@@ -163,6 +168,8 @@ class Variant:
     args: list[str]
     expect_summary: bool
     walls: list[float] = field(default_factory=list)
+    #: CPU seconds (user + system) of the run's processes, xdist workers included
+    cpus: list[float] = field(default_factory=list)
     rss_self: list[int] = field(default_factory=list)
     rss_children: list[int] = field(default_factory=list)
 
@@ -195,9 +202,12 @@ def _counts(stdout: str) -> dict[str, int]:
 
 def run_once(v: Variant, cwd: Path, common: list[str], n: int, record: bool = True) -> None:
     cmd = [sys.executable, "-c", WRAPPER, *common, *v.args]
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
 
     def fail(why: str) -> BenchError:
         tail = "\n".join((proc.stdout + "\n" + proc.stderr).strip().splitlines()[-30:])
@@ -217,6 +227,7 @@ def run_once(v: Variant, cwd: Path, common: list[str], n: int, record: bool = Tr
         raise fail("the wrapper did not report MAXRSS")
     if record:
         v.walls.append(wall)
+        v.cpus.append(cpu)
         v.rss_self.append(int(m.group(1)))
         v.rss_children.append(int(m.group(2)))
 
@@ -239,12 +250,13 @@ def report(a: Variant, b: Variant, n: int, xdist: int | None) -> tuple[float, fl
                 f"{med(v.walls):.3f} s",
                 f"{min(v.walls):.3f} s",
                 f"{med(v.walls) / n * 1e6:.0f} µs",
+                f"{med(v.cpus) / n * 1e6:.0f} µs",
                 mib(med(v.rss_peak)),
                 mib(med(v.rss_self)),
                 mib(med(v.rss_children)) if xdist else "-",
             )
         )
-    header = ("variant", "wall median", "wall min", "wall/example", "peak RSS", "pytest proc", "largest worker")
+    header = ("variant", "wall median", "wall min", "wall/example", "cpu/example", "peak RSS", "pytest proc", "largest worker")
     widths = [max(len(str(r[i])) for r in (header, *rows)) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     print(fmt.format(*header))
@@ -252,14 +264,20 @@ def report(a: Variant, b: Variant, n: int, xdist: int | None) -> tuple[float, fl
     for r in rows:
         print(fmt.format(*r))
     wall_ratio = med(b.walls) / med(a.walls)
+    cpu_ratio = med(b.cpus) / med(a.cpus)
     mem_ratio = med(b.rss_peak) / med(a.rss_peak)
     extra = (med(b.walls) - med(a.walls)) / n * 1e6
     print()
     print(f"extra wall per example: {extra:.0f} µs; extra peak RSS: {mib(med(b.rss_peak) - med(a.rss_peak))}")
     print(f"wall time   B/A = {wall_ratio:.2f}x  {verdict(wall_ratio)}")
+    print(f"cpu time    B/A = {cpu_ratio:.2f}x  {verdict(cpu_ratio)}  (per example: {med(b.cpus) / n * 1e3:.2f} ms against {med(a.cpus) / n * 1e3:.2f} ms)")
     print(f"peak memory B/A = {mem_ratio:.2f}x  {verdict(mem_ratio)}")
-    print(f"overhead: wall {wall_ratio:.2f}x, peak memory {mem_ratio:.2f}x (target <= {TARGET}x)")
-    return wall_ratio, mem_ratio
+    print(f"load average (1 min) during the rounds: {min(LOADS):.1f} to {max(LOADS):.1f}")
+    print(
+        f"overhead: wall {wall_ratio:.2f}x, cpu {cpu_ratio:.2f}x, peak memory"
+        f" {mem_ratio:.2f}x (target <= {TARGET}x)"
+    )
+    return max(wall_ratio, cpu_ratio), mem_ratio
 
 
 def profile_b(b: Variant, cwd: Path, common: list[str], out: Path, top: int) -> None:
@@ -454,6 +472,7 @@ def bench_examples(args: argparse.Namespace) -> tuple[float, float]:
         for i in range(args.repeat):
             # Alternate which goes first, so drift (thermal, page cache) hits both.
             order = (a, b) if i % 2 == 0 else (b, a)
+            LOADS.append(os.getloadavg()[0])
             for v in order:
                 run_once(v, root, common, args.n)
             print(

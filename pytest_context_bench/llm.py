@@ -46,6 +46,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from . import concurrency, transcripts
+from ._pool import lean_pool
 from .errors import LLMError
 from .keys import clean_api_key, environment_key
 from .tool_use import tool_calls_of
@@ -282,7 +283,7 @@ class LLMClient:
                     timeout=httpx.Timeout(self.timeout),
                     # The run's LLM cache and usage meter (transports.py); the
                     # limits go to the transport that really sends.
-                    transport=CacheTransport(httpx.HTTPTransport(limits=limits)),
+                    transport=CacheTransport(lean_pool(httpx.HTTPTransport(limits=limits))),
                     # Redirects could carry the key to another host.
                     follow_redirects=False,
                 )
@@ -310,7 +311,9 @@ class LLMClient:
                 timeout=httpx.Timeout(self.timeout, pool=None),
                 # The run's LLM cache and usage meter (transports.py), as for the
                 # sync client; the limits go to the transport that really sends.
-                transport=AsyncCacheTransport(httpx.AsyncHTTPTransport(limits=limits)),
+                transport=AsyncCacheTransport(
+                    lean_pool(httpx.AsyncHTTPTransport(limits=limits))
+                ),
                 follow_redirects=False,
             )
             self._ahttp = (loop, client)

@@ -1270,11 +1270,13 @@ def _client(
     else:
         ours = httpx2_transports(flavor)
         module = sys.modules["httpx2"]
+    from ._pool import lean_pool  # httpcore's pool, its connection choice made cheap
+
     inner, outer = _split(kwargs)
     if asynchronous:
-        raw = module.AsyncHTTPTransport(**inner)
+        raw = lean_pool(module.AsyncHTTPTransport(**inner))
         return module.AsyncClient(transport=ours[1](raw, cache), **outer)
-    raw = module.HTTPTransport(**inner)
+    raw = lean_pool(module.HTTPTransport(**inner))
     return module.Client(transport=ours[0](raw, cache), **outer)
 
 

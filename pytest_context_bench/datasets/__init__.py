@@ -85,6 +85,21 @@ def _looks_local(spec: str, base_dir: str | os.PathLike[str] | None) -> bool:
     return os.path.isfile(_local_path(spec, base_dir))
 
 
+#: the suffixes a promptfoo config or tests file may have (promptfoo._looks_like)
+_PROMPTFOO_SUFFIXES = (".csv", ".json", ".yaml", ".yml")
+
+
+def _may_be_promptfoo(path: str) -> bool:
+    """:func:`~.promptfoo.looks_like_promptfoo`, without importing the promptfoo
+    reader for a file whose suffix no promptfoo config or tests file has (a
+    ``.jsonl`` dataset: the reader's import costs more than reading the file)."""
+    if os.path.splitext(path)[1].lower() not in _PROMPTFOO_SUFFIXES:
+        return False
+    from .promptfoo import looks_like_promptfoo
+
+    return looks_like_promptfoo(path)
+
+
 def resolve_datasets(
     spec: str,
     *,
@@ -95,9 +110,7 @@ def resolve_datasets(
     promptfoo config (docs/assertions.md) gives one dataset per prompt."""
     if isinstance(spec, str) and spec.strip() and _looks_local(spec, base_dir):
         path = _local_path(spec, base_dir)
-        from .promptfoo import looks_like_promptfoo
-
-        if looks_like_promptfoo(path):
+        if _may_be_promptfoo(path):
             from .promptfoo_suites import load_promptfoo_datasets
 
             return list(load_promptfoo_datasets(path, family))
@@ -134,9 +147,7 @@ def resolve_dataset(
         )
     if _looks_local(spec, base_dir):
         path = _local_path(spec, base_dir)
-        from .promptfoo import looks_like_promptfoo
-
-        if looks_like_promptfoo(path):
+        if _may_be_promptfoo(path):
             from .promptfoo_suites import load_promptfoo_datasets
 
             found = load_promptfoo_datasets(path, family)

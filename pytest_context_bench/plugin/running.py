@@ -18,8 +18,8 @@ calls; memory datasets ask their questions in order, as before.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import collections
-import itertools
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator
@@ -112,6 +112,10 @@ class Calls:
         self.endpoints: dict[str, dict[str, Any]] = {}
         self._ahead: dict[int, tuple[Future[Any], SystemCall, dict[str, Any]]] = {}
         self._index: dict[int, int] | None = None
+        #: the items' indices that have a call started ahead, and how far into
+        #: them calls were started (``_advance_in_order``)
+        self._positions: list[int] = []
+        self._started = -1
         self._queue: Any = None
         self._stopped = False
         #: calls started ahead that have finished, and when the latest of them did
@@ -132,24 +136,15 @@ class Calls:
     def _upcoming(
         self, session: pytest.Session, item: pytest.Item
     ) -> Iterator[pytest.Item]:
+        """``item``, then the items this xdist worker was handed, in order."""
         items = session.items
-        if self._queue is None:
-            self._queue = _worker_queue(session.config) or False
-        if self._queue:
-            nxt = self._queue.nextitem_index
-            with self._queue.torun.lock() as queued:
-                indices = list(queued)
-            yield item
-            for i in [nxt, *indices]:
-                if isinstance(i, int) and 0 <= i < len(items):
-                    yield items[i]
-            return
-        if self._index is None:
-            self._index = {id(it): i for i, it in enumerate(items)}
-        start = self._index.get(id(item))
-        if start is None:
-            return
-        yield from itertools.islice(items, start, None)
+        nxt = self._queue.nextitem_index
+        with self._queue.torun.lock() as queued:
+            indices = list(queued)
+        yield item
+        for i in [nxt, *indices]:
+            if isinstance(i, int) and 0 <= i < len(items):
+                yield items[i]
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(
@@ -167,6 +162,11 @@ class Calls:
             self._stopped = True
             return
         window = 2 * self.share
+        if self._queue is None:
+            self._queue = _worker_queue(session.config) or False
+        if not self._queue:
+            self._advance_in_order(session.items, item, window)
+            return
         seen = 0
         scanned = 0
         for nxt in self._upcoming(session, item):
@@ -178,6 +178,36 @@ class Calls:
                 continue
             seen += 1
             if id(case) not in self._ahead:
+                self._start(case)
+
+    def _advance_in_order(
+        self, items: list[pytest.Item], item: pytest.Item, window: int
+    ) -> None:
+        """:meth:`advance` over the session's items in order (no xdist queue): the
+        same calls started as a scan of the ``window`` cases from ``item`` on
+        (looking no further than ``4 * window + 16`` items), without scanning the
+        cases already started each time. The positions of the cases are found
+        once; the cases up to :attr:`_started` have been started before."""
+        if self._index is None:
+            self._index = {id(it): i for i, it in enumerate(items)}
+            self._positions = [
+                i for i, it in enumerate(items) if _ahead_case(it) is not None
+            ]
+            self._started = -1
+        start = self._index.get(id(item))
+        if start is None:
+            return
+        positions = self._positions
+        first = bisect.bisect_left(positions, start)
+        last = min(first + window, len(positions))
+        limit = start + 4 * window + 16  # items scanned: start .. limit - 1
+        for k in range(max(first, self._started + 1), last):
+            at = positions[k]
+            if at >= limit:
+                break
+            self._started = k
+            case = _ahead_case(items[at])
+            if case is not None and id(case) not in self._ahead:
                 self._start(case)
 
     def _start(self, case: CliCase) -> None:
