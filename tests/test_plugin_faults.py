@@ -86,6 +86,14 @@ def test_a_dying_worker_makes_an_error_row_the_error_gate_counts_and_no_baseline
             "baseline not saved to *base.json: the run is incomplete (2 example(s) produced no row of their own)*"
         ]
     )
+    # The terminal names them, and counts each as an error in the summary table.
+    result.stdout.fnmatch_lines(
+        ["*2 example(s) produced no row of their own (crashed or failed before scoring); each counts as an error:*",
+         "*ctxbench::example?exiter/qa/q-2?*"]
+    )
+    result.stdout.fnmatch_lines(["*ctxbench::example?segv/qa/q-4?*"])
+    for system in DYING:
+        result.stdout.fnmatch_lines([f"{system}*6*0.8333*0.8333*0.1667*"])
     assert not (project.path / "base.json").exists()
     ok = project.runpytest(
         "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=crash:exiter", "-n", "2",
