@@ -59,6 +59,16 @@ def mode_args(request: pytest.FixtureRequest) -> list[str]:
     return list(MODES[request.param])
 
 
+#: The modes of a test whose behaviour under ``-n 2`` another test covers (its
+#: docstring names which): ``-n 2`` costs three processes per inner run.
+SERIAL_MODES = {k: v for k, v in MODES.items() if k != "xdist2"}
+
+
+@pytest.fixture(params=list(SERIAL_MODES), ids=list(SERIAL_MODES))
+def serial_mode_args(request: pytest.FixtureRequest) -> list[str]:
+    return list(SERIAL_MODES[request.param])
+
+
 @pytest.fixture
 def project(pytester: pytest.Pytester) -> pytest.Pytester:
     """A project with qa.jsonl (6 examples) and systems.py importable."""

@@ -402,15 +402,17 @@ def test_runner_close_cancels_what_has_not_started() -> None:
 
 
 def test_results_are_those_of_a_serial_run(
-    conc: pytest.Pytester, mode_args: list[str]
+    conc: pytest.Pytester, serial_mode_args: list[str]
 ) -> None:
-    """Same ids, statuses, rows, order and gate as a serial run (minus timings)."""
+    """Same ids, statuses, rows, order and gate as a serial run (minus timings).
+    In-process and -n 0: under -n 2, concurrency gives the serial run's rows in
+    test_equivalence.py (modes xdist-2 and xdist-2-concurrency-16)."""
     docs = {}
     outcomes = {}
     for name, extra in (("serial", []), ("concurrent", ["--ctxbench-concurrency=4"])):
         out = conc.path / f"{name}.json"
         result = conc.runpytest(
-            *mode_args,
+            *serial_mode_args,
             "--ctxbench-dataset=qa.jsonl",
             "--ctxbench-system=conc:jittery",
             "--ctxbench-min-pass-rate=0.9",
@@ -427,26 +429,37 @@ def test_results_are_those_of_a_serial_run(
     assert ids == [f"q-{i}" for i in range(1, 17)]
 
 
-def test_proxy_calls_in_flight_never_exceed_the_budget(
-    conc: pytest.Pytester, server: FakeLLM, mode_args: list[str]
+def test_proxy_calls_in_flight_never_exceed_the_budget_and_the_report_is_unchanged(
+    conc: pytest.Pytester, server: FakeLLM
 ) -> None:
-    result = conc.runpytest_subprocess(
-        *mode_args,
-        f"--ctxbench-proxy={server.base_url}",
-        "--ctxbench-dataset=qa.jsonl",
-        "--ctxbench-concurrency=4",
-        f"--ctxbench-json={conc.path / 'r.json'}",
-    )
-    result.assert_outcomes(passed=16)
-    assert len(server.requests) == 16
-    assert 1 < server.max_in_flight <= 4
+    """The proxy serial, with a budget of 4, and with a budget of 4 under -n 2 (2
+    per worker): never more than 4 calls in flight, and the same JSON report as the
+    serial run's (timings aside)."""
+    docs = []
+    for extra in ([], ["--ctxbench-concurrency=4"], ["--ctxbench-concurrency=4", "-n", "2"]):
+        server.max_in_flight = 0
+        n = len(server.requests)
+        out = conc.path / "p.json"
+        conc.runpytest_subprocess(
+            f"--ctxbench-proxy={server.base_url}",
+            "--ctxbench-dataset=qa.jsonl",
+            f"--ctxbench-json={out}",
+            *extra,
+        ).assert_outcomes(passed=16)
+        assert len(server.requests) - n == 16
+        if extra:
+            assert 1 < server.max_in_flight <= 4, extra
+        docs.append(json.dumps(strip_timings(read_json(out)), sort_keys=True))
+    assert docs[0] == docs[1] == docs[2]
 
 
 @pytest.mark.parametrize("system", ["http_sync", "http_async"])
 def test_user_systems_sync_and_async(
     conc: pytest.Pytester, server: FakeLLM, system: str
 ) -> None:
-    for extra in ([], ["-n", "2"]):
+    # Under -n 2 the async System (a loop per worker); a sync one's calls under -n 2
+    # are the proxy's in test_proxy_calls_in_flight_never_exceed_the_budget_and_the_report_is_unchanged.
+    for extra in ([], ["-n", "2"]) if system == "http_async" else ([],):
         server.max_in_flight = 0
         result = conc.runpytest_subprocess(
             *extra,
@@ -502,16 +515,17 @@ def test_exitfirst_starts_nothing_more_and_leaves_nothing_running(
     assert not [t for t in threading.enumerate() if t.name.startswith("ctxbench-call")]
 
 
-@pytest.mark.parametrize("system", ["hang", "async_hang"])
 @pytest.mark.parametrize(
     "concurrency", [[], ["--ctxbench-concurrency=2"]], ids=["serial", "concurrent"]
 )
 def test_a_call_past_the_timeout_is_that_examples_error(
-    conc: pytest.Pytester, system: str, concurrency: list[str]
+    conc: pytest.Pytester, concurrency: list[str]
 ) -> None:
+    """A sync and an async System that never return on q-2, in one run."""
     out = conc.path / "t.json"
     result = conc.runpytest_subprocess(
-        f"--ctxbench-system=conc:{system}",
+        "--ctxbench-system=conc:hang",
+        "--ctxbench-system=conc:async_hang",
         "--ctxbench-dataset=qa.jsonl",
         "--ctxbench-limit=4",
         "--ctxbench-timeout=0.5",
@@ -521,11 +535,13 @@ def test_a_call_past_the_timeout_is_that_examples_error(
     )
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*CallTimeout*0.5s*"])
-    errors = {r["example_id"]: r["error"] for r in _rows(out) if r["error"]}
-    assert list(errors) == ["q-2"]
-    assert errors["q-2"]["type"].endswith("CallTimeout")
-    assert "--ctxbench-timeout=0.5s" in errors["q-2"]["message"]
-    assert sum(1 for r in _rows(out) if not r["error"]) == 3
+    rows = _rows(out)
+    for system in ("hang", "async-hang"):
+        errors = {r["example_id"]: r["error"] for r in rows if r["error"] and r["system"] == system}
+        assert list(errors) == ["q-2"], system
+        assert errors["q-2"]["type"].endswith("CallTimeout")
+        assert "--ctxbench-timeout=0.5s" in errors["q-2"]["message"]
+        assert sum(1 for r in rows if not r["error"] and r["system"] == system) == 3
 
 
 @pytest.mark.parametrize(
@@ -718,26 +734,6 @@ def test_rate_limit_runs(conc: pytest.Pytester, server: FakeLLM) -> None:
     )
     result.assert_outcomes(passed=16)
     assert server.max_in_flight <= 4
-
-
-def test_report_json_is_unchanged_by_concurrency_with_a_proxy(
-    conc: pytest.Pytester, server: FakeLLM
-) -> None:
-    docs = []
-    for extra in (
-        [],
-        ["--ctxbench-concurrency=5"],
-        ["--ctxbench-concurrency=5", "-n", "2"],
-    ):
-        out = conc.path / "p.json"
-        conc.runpytest_subprocess(
-            f"--ctxbench-proxy={server.base_url}",
-            "--ctxbench-dataset=qa.jsonl",
-            f"--ctxbench-json={out}",
-            *extra,
-        ).assert_outcomes(passed=16)
-        docs.append(json.dumps(strip_timings(read_json(out)), sort_keys=True))
-    assert docs[0] == docs[1] == docs[2]
 
 
 # --- the async paths of the client, the proxy and the judges ------------------------

@@ -110,53 +110,39 @@ def test_the_local_model_through_the_openai_sdk(
     assert full["api_usage"]["completion_tokens"] == count_tokens("Lima")
 
 
-def test_structured_output_fails_the_run_when_the_schema_breaks(example: Path) -> None:
+def test_structured_output_and_the_tool_calling_agent_are_gated(example: Path) -> None:
     """test_structured.py: the orders' replies pass their schema; an app whose reply
-    breaks the schema (a status outside its enum) fails every example, and the run."""
-    env = {"PYTEST_ADDOPTS": "-p no:randomly"}
-    # This test's suite alone: no command-line datasets, no baseline comparison.
-    args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_structured.py",
-            "-o", "ctxbench_dataset=", "-o", "ctxbench_baseline=", "-o", "ctxbench_max_drop=",
-            "--ctxbench-json=orders.json"]
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_", "LOCAL_LLM_"))}
-    good = subprocess.run(args, cwd=example, env={**base, **env}, capture_output=True, text=True, check=False)
-    assert good.returncode == 0, good.stdout
-    import json
+    breaks the schema (a status outside its enum) fails every example, and the run.
 
-    rows = json.loads((example / "orders.json").read_text())["rows"]
-    assert [r["status"] for r in rows] == ["pass"] * 4
-    schema = example / "data" / "order.schema.json"
-    schema.write_text(schema.read_text().replace('"cancelled"]', '"canceled"]'))
-    broken = subprocess.run(args, cwd=example, env={**base, **env}, capture_output=True, text=True, check=False)
-    assert broken.returncode == 1, broken.stdout
-    assert "BELOW test_order_status_is_valid_json: orders-30" not in broken.stdout  # named by suite
-    rows = {r["example_id"]: r for r in json.loads((example / "orders.json").read_text())["rows"]}
-    assert rows["order-30"]["status"] == "below"
-    assert "is not one of" in rows["order-30"]["metadata"]["assertions"]["1. is-json"]
-    assert "FAIL" in broken.stdout and "min_pass_rate" in broken.stdout
-
-
-def test_the_tool_calling_agent_is_gated_and_replays_with_zero_requests(example: Path) -> None:
-    """test_agent.py: the agent's loop (ask with tools, run lookup_order, answer)
+    test_agent.py: the agent's loop (ask with tools, run lookup_order, answer)
     passes its gate against the local model; a second run under -n 2 in replay
     mode sends nothing and gives the same rows; a worse model (a script of the fake
-    endpoint that looks up the wrong order) fails the gate."""
+    endpoint that looks up the wrong order) fails the gate.
+
+    The first run is both suites' (each suite's rows are checked): one process
+    fewer importing the SDK."""
     import json
 
     from pytest_context_bench.testing import FakeLLM, Script
 
-    args = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-q", "test_agent.py",
-            "-o", "ctxbench_dataset=", "-o", "ctxbench_baseline=", "-o", "ctxbench_max_drop=",
-            "--ctxbench-json=agent.json"]
+    # These two suites alone: no command-line datasets, no baseline comparison.
+    common = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q",
+              "-o", "ctxbench_dataset=", "-o", "ctxbench_baseline=", "-o", "ctxbench_max_drop="]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_", "LOCAL_LLM_"))}
+    args = [*common, "test_agent.py", "--ctxbench-json=agent.json"]
+    structured = [*common, "test_structured.py", "--ctxbench-json=orders.json"]
 
-    def rows() -> dict[str, tuple]:
-        doc = json.loads((example / "agent.json").read_text())
-        return {r["example_id"]: (r["status"], r["response"], r.get("tool_calls"), r["scores"]) for r in doc["rows"]}
+    def rows(name: str = "agent.json", prefix: str = "") -> dict[str, tuple]:
+        doc = json.loads((example / name).read_text())
+        return {r["example_id"]: (r["status"], r["response"], r.get("tool_calls"), r["scores"])
+                for r in doc["rows"] if r["example_id"].startswith(prefix)}
 
-    first = subprocess.run([*args, "--ctxbench-cache=once"], cwd=example, env=base, capture_output=True, text=True, check=False)
+    both = [*common, "test_structured.py", "test_agent.py", "--ctxbench-json=agent.json"]
+    first = subprocess.run([*both, "--ctxbench-cache=once"], cwd=example, env=base, capture_output=True, text=True, check=False)
     assert first.returncode == 0, first.stdout + first.stderr
-    once = rows()
+    # the orders' replies pass their schema
+    assert [v[0] for v in rows(prefix="order-").values()] == ["pass"] * 4
+    once = {k: v for k, v in rows().items() if not k.startswith("order-")}
     assert {k: v[0] for k, v in once.items()} == dict.fromkeys(("status-7", "status-12", "two-orders", "no-order"), "pass")
     assert once["two-orders"][2] == 'lookup_order({"order_id": 9}); lookup_order({"order_id": 30})'
     assert once["status-7"][3]["trajectory_match"] == 1.0
@@ -165,6 +151,16 @@ def test_the_tool_calling_agent_is_gated_and_replays_with_zero_requests(example:
     assert replay.returncode == 0, replay.stdout + replay.stderr
     assert "7 hits, 0 misses, 0 calls sent" in " ".join(replay.stdout.split()), replay.stdout
     assert rows() == once
+    # The schema broken: every order's reply fails it.
+    schema = example / "data" / "order.schema.json"
+    schema.write_text(schema.read_text().replace('"cancelled"]', '"canceled"]'))
+    broken = subprocess.run(structured, cwd=example, env=base, capture_output=True, text=True, check=False)
+    assert broken.returncode == 1, broken.stdout
+    assert "BELOW test_order_status_is_valid_json: orders-30" not in broken.stdout  # named by suite
+    orders = {r["example_id"]: r for r in json.loads((example / "orders.json").read_text())["rows"]}
+    assert orders["order-30"]["status"] == "below"
+    assert "is not one of" in orders["order-30"]["metadata"]["assertions"]["1. is-json"]
+    assert "FAIL" in broken.stdout and "min_pass_rate" in broken.stdout
     # A worse model: it looks up order 8 whatever the question, then answers from it.
     worse = Script([
         {"role": "tool", "regex": ".", "reply": "Order 8 is lost."},

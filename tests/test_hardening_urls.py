@@ -197,29 +197,42 @@ def test_urls_differing_in_any_parameter_are_separate_entries_and_no_file_holds_
     def reply(r):
         return Reply(text="reply to " + r.query.partition("&api-key")[0])
 
-    with FakeLLM(handler=reply) as llm:
-        sent = []
-        for query in (
+    # Two runs, a proxy per URL (named: same host and model), each proxy's rows
+    # checked: the first run's four URLs differ in one parameter each; in the
+    # second, the first URL again (all three from the cache) and another key.
+    runs = (
+        (
             f"design=a&api-key={SECRET}",
             f"design=b&api-key={SECRET}",
             f"author=x&max_tokens=5&api-key={SECRET}",
             f"author=x&max_tokens=500&api-key={SECRET}",
+        ),
+        (
             f"design=a&api-key={SECRET}",  # seen before: all three from the cache
             "design=a&api-key=another-key",
-        ):
+        ),
+    )
+    with FakeLLM(handler=reply) as llm:
+        sent = []
+        for queries in runs:
             before = len(llm.requests)
             out = f"r{len(sent)}.json"
+            names = [f"p{len(sent) + i}" for i in range(len(queries))]
             result = pytester.runpytest_subprocess(
                 "--ctxbench-dataset=qa.jsonl",
-                f"--ctxbench-proxy={llm.base_url}/v1?{query}",
+                *(f"--ctxbench-proxy={llm.base_url}/v1?{query}" for query in queries),
+                *(f"--ctxbench-proxy-name={name}" for name in names),
                 f"--ctxbench-json={out}",
                 "--junitxml=junit.xml",
             )
-            sent.append(len(llm.requests) - before)
             rows = json.loads((pytester.path / out).read_text())["rows"]
-            assert [r["error"] for r in rows] == [None] * 3, result.stdout.str()
-            for r in rows:
-                assert r["metadata"]["llm_usage"]["calls"] == (1 if sent[-1] else 0)
+            assert [r["error"] for r in rows] == [None] * 3 * len(queries), result.stdout.str()
+            for name in names:
+                # a proxy's three requests were all sent, or none was
+                calls = [r["metadata"]["llm_usage"]["calls"] for r in rows if r["system"] == name]
+                assert len(calls) == 3 and len(set(calls)) == 1, (name, calls)
+                sent.append(3 * calls[0])
+            assert len(llm.requests) - before == sum(sent[-len(queries):])
             assert SECRET not in result.stdout.str() + result.stderr.str()
     assert sent == [3, 3, 3, 3, 0, 3]
     files = [p for p in pytester.path.rglob("*") if p.is_file()]

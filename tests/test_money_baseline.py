@@ -74,22 +74,20 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
-def test_a_costlier_run_fails_the_money_max_drop_gate(
-    project: pytest.Pytester, workers: list[str]
-) -> None:
-    """The rows' cost reaches the controller, which compares it with the baseline's."""
+def test_a_costlier_run_fails_the_money_max_drop_gate(project: pytest.Pytester) -> None:
+    """The rows' cost reaches the controller, which compares it with the baseline's:
+    the same cost passes (in-process), a higher one fails under -n 2 (had the workers'
+    cost not reached the controller, the gate would fail as unknown money instead)."""
     gate = [
         "--ctxbench-baseline=base.json",
         "--ctxbench-max-drop=cost_of_pass_usd:10%",
-        *workers,
     ]
     same = _run(project, 100, "--ctxbench-price=m=1/2", *gate)
     assert same.ret == 0, same.stdout.str()
     same.stdout.fnmatch_lines(["*cost_of_pass_usd: now 0.00012, then 0.00012*passed*"])
     # Twice the prompt: $0.00022 per pass instead of $0.00012, on every example.
     dearer = _run(
-        project, 200, "--ctxbench-price=m=1/2", *gate, "--ctxbench-json=b.json"
+        project, 200, "--ctxbench-price=m=1/2", *gate, "--ctxbench-json=b.json", "-n", "2"
     )
     assert dearer.ret == 1, dearer.stdout.str()
     dearer.stdout.fnmatch_lines(["*local cost_of_pass_usd rose by 0.0001 *FAILED*"])

@@ -19,30 +19,39 @@ crash = Crash()
 """
 
 
-@pytest.mark.parametrize(
-    "option, gate, metric",
-    [
-        ("--ctxbench-min-pass-rate=0.5", "min_pass_rate", "pass_rate"),
-        ("--ctxbench-min-mean-score=0.1", "min_mean_score", "mean_score"),
-        ("--ctxbench-max-cost-of-pass=1000", "max_cost_of_pass", "cost_of_pass"),
-        ("--ctxbench-max-error-rate=0.5", "max_error_rate", "error_rate"),
-    ],
-)
-def test_gate_of_a_run_whose_every_example_crashed_fails(
-    project: pytest.Pytester, option: str, gate: str, metric: str
-) -> None:
+#: (option, gate, metric): every gate a crashed run must fail
+CRASH_GATES = [
+    ("--ctxbench-min-pass-rate=0.5", "min_pass_rate", "pass_rate"),
+    ("--ctxbench-min-mean-score=0.1", "min_mean_score", "mean_score"),
+    ("--ctxbench-max-cost-of-pass=1000", "max_cost_of_pass", "cost_of_pass"),
+    ("--ctxbench-max-error-rate=0.5", "max_error_rate", "error_rate"),
+]
+
+
+def test_gate_of_a_run_whose_every_example_crashed_fails(project: pytest.Pytester) -> None:
+    """Every gate set in one run (one verdict asserted per gate), the crashing System
+    beside one that is scored: each gate of the System with no row fails, each of the
+    scored one passes. (One run of 6 crashes: xdist replaces at most 8 workers.)"""
     project.makepyfile(crash=CRASH_PY)
     result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=crash:crash", option,
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
+        "--ctxbench-system=crash:crash", *(option for option, _, _ in CRASH_GATES),
         "--ctxbench-json=out.json", "-n", "2",
     )
     assert result.ret == 1
     # The manifest places every crashed example: each is a WorkerCrashed error row
     # (issue 15), so the gate measures them (pass rate 0, error rate 1, ...) and fails.
-    result.stdout.fnmatch_lines([f"*FAIL crash: {gate}: {metric} = * breaches the limit*"])
+    for _, gate, metric in CRASH_GATES:
+        result.stdout.fnmatch_lines([f"*FAIL crash: {gate}: {metric} = * breaches the limit*"])
+        result.stdout.fnmatch_lines([f"*PASS echo: {gate}*"])
     result.stdout.fnmatch_lines(["crash: 0 of 6 expected rows arrived; lost (counted as errors):*"])
     doc = read_json(project.path / "out.json")
-    assert [(g["suite"], g["gate"], g["passed"]) for g in doc["gates"]] == [("crash", gate, False)]
+    assert [(g["suite"], g["gate"], g["passed"]) for g in doc["gates"] if g["suite"] == "crash"] == [
+        ("crash", gate, False) for _, gate, _ in CRASH_GATES
+    ]
+    assert [(g["suite"], g["gate"], g["passed"]) for g in doc["gates"] if g["suite"] != "crash"] == [
+        ("echo", gate, True) for _, gate, _ in CRASH_GATES
+    ]
 
 
 def test_marked_test_gate_with_every_example_crashed_fails(project: pytest.Pytester) -> None:
@@ -62,20 +71,6 @@ def test_marked_test_gate_with_every_example_crashed_fails(project: pytest.Pytes
     result.stdout.fnmatch_lines(["*FAIL test_m.py::test_qa: min_pass_rate: pass_rate = 0 breaches*"])
     doc = read_json(project.path / "out.json")
     assert [(g["suite"], g["passed"]) for g in doc["gates"]] == [("test_m.py::test_qa", False)]
-
-
-def test_gate_of_one_system_with_no_row_fails_beside_a_scored_one(project: pytest.Pytester) -> None:
-    project.makepyfile(crash=CRASH_PY)
-    result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
-        "--ctxbench-system=crash:crash", "--ctxbench-min-pass-rate=0.5", "-n", "2",
-    )
-    assert result.ret == 1
-    # crash's examples are WorkerCrashed error rows (issue 15): its gate measures them.
-    result.stdout.fnmatch_lines(
-        ["*PASS echo: min_pass_rate*", "*FAIL crash: min_pass_rate: pass_rate = 0 breaches*"]
-    )
-    result.stdout.fnmatch_lines(["crash: 0 of 6 expected rows arrived; lost (counted as errors):*"])
 
 
 def test_gate_with_no_example_selected_fails(project: pytest.Pytester) -> None:
@@ -207,24 +202,32 @@ def test_api_usage_that_is_not_a_dict_is_an_error_row() -> None:
     assert row.error is not None and "api_usage" in row.error["message"]
 
 
-@pytest.mark.parametrize("key", ["nan", "inf", "string"])
-def test_bad_api_usage_under_xdist_counts_in_error_rate_and_the_baseline(
-    project: pytest.Pytester, key: str
-) -> None:
+#: the bad values sent through -n 2 (not JSON: nan, inf; not a number: a string),
+#: one System each, in one run
+XDIST_BAD_KEYS = ("nan", "inf", "string")
+
+
+def test_bad_api_usage_under_xdist_counts_in_error_rate_and_the_baseline(project: pytest.Pytester) -> None:
     project.makepyfile(badusage=BAD_USAGE_PY)
+    project.makepyfile(badnamed="from badusage import BadUsage\n" + "".join(
+        f"{key} = BadUsage({key!r})\n{key}.name = 'bad-{key}'\n" for key in XDIST_BAD_KEYS
+    ))
     result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", f"--ctxbench-system=badusage:{key}",
+        "--ctxbench-dataset=qa.jsonl", *(f"--ctxbench-system=badnamed:{key}" for key in XDIST_BAD_KEYS),
         "--ctxbench-json=out.json", "--ctxbench-save-baseline=base.json", "-n", "2",
     )
-    result.assert_outcomes(passed=4, errors=2)
+    n = len(XDIST_BAD_KEYS)
+    result.assert_outcomes(passed=4 * n, errors=2 * n)
     doc = read_json(project.path / "out.json")
-    assert len(doc["rows"]) == 6
+    assert len(doc["rows"]) == 6 * n
     assert doc["lost"] == []
-    assert doc["summary"]["bad"]["error_rate"] == pytest.approx(2 / 6)
-    errors = sorted(r["example_id"] for r in doc["rows"] if r["error"])
-    assert errors == ["q-2", "q-3"]
     base = read_json(project.path / "base.json")
-    assert len(base["rows"]) == 6
+    assert len(base["rows"]) == 6 * n
+    for key in XDIST_BAD_KEYS:
+        assert doc["summary"][f"bad-{key}"]["error_rate"] == pytest.approx(2 / 6)
+        errors = sorted(r["example_id"] for r in doc["rows"] if r["error"] and r["system"] == f"bad-{key}")
+        assert errors == ["q-2", "q-3"], key
+        assert sum(r["system"] == f"bad-{key}" for r in base["rows"]) == 6
 
 
 # --------------------------------------------------------------- typos fail

@@ -67,16 +67,17 @@ def cached_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
     return pytester
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
-def test_second_run_replays_everything_with_identical_scores(cached_project: pytest.Pytester, workers: list[str]) -> None:
+def test_second_run_replays_everything_with_identical_scores(cached_project: pytest.Pytester) -> None:
+    # The first run in-process, the second (replayed) under -n 2: the workers' rows
+    # replay the entries one process recorded, with the same scores and summary.
     judge = ["--ctxbench-judge-url=" + "{url}", "--ctxbench-judge-model=judge"]
     with FakeLLM(handler=_handler) as llm:
-        args = [a.format(url=llm.base_url) for a in judge] + workers + ["--ctxbench-price=m=1/2", "--ctxbench-price=judge=10/30"]
+        args = [a.format(url=llm.base_url) for a in judge] + ["--ctxbench-price=m=1/2", "--ctxbench-price=judge=10/30"]
         first = _run(cached_project, llm, *args)
         assert first.ret == 0, first.stdout.str()
         sent = len(llm.requests)
         doc1 = _doc(cached_project)
-        second = _run(cached_project, llm, *args)
+        second = _run(cached_project, llm, *args, "-n", "2")
         assert second.ret == 0, second.stdout.str()
         assert len(llm.requests) == sent == 60  # 30 System + 30 judge calls, once
     doc2 = _doc(cached_project)
@@ -192,7 +193,8 @@ def test_a_symlinked_cache_file_is_refused_and_never_written(
 ) -> None:
     # SQLite follows a link: a dangling one makes it create the target elsewhere,
     # one to another file turns that file into a database. Refused, one line; the
-    # run goes on without the cache, in-process and under -n 2.
+    # run goes on without the cache, in-process (both links) and under -n 2 (the
+    # link to a file: check_links refuses either kind by the same is_symlink()).
     path = cached_project.path / ".pytest_cache" / "d" / "ctxbench" / "llm-cache.sqlite3"
     path.parent.mkdir(parents=True)
     target = cached_project.path / "elsewhere" / "notes.txt"
@@ -200,15 +202,16 @@ def test_a_symlinked_cache_file_is_refused_and_never_written(
         target.parent.mkdir()
         target.write_text("my notes\n")
     path.symlink_to(target)
+    modes = ([], ["-n", "2"]) if link == "to_a_file" else ([],)
     with FakeLLM(handler=_handler) as llm:
-        for workers in ([], ["-n", "2"]):
+        for workers in modes:
             result = _run(cached_project, llm, *workers)
             assert result.ret == 0, result.stdout.str()
             # Said once (wrapped to the terminal's width like every summary line).
             out = " ".join(result.stdout.str().split())
             line = f"the LLM cache {path} is a symbolic link (to {target}); a cache"
             assert out.count(line) == 1, result.stdout.str()
-        assert len(llm.requests) == 60  # nothing cached, nothing replayed
+        assert len(llm.requests) == 30 * len(modes)  # nothing cached, nothing replayed
         replay = _run(cached_project, llm, "--ctxbench-cache=replay")
     assert replay.ret == 4
     assert "is a symbolic link" in replay.stderr.str()
@@ -233,18 +236,17 @@ def _nan_handler(request):  # type: ignore[no-untyped-def]
     return reply
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
-def test_a_reply_with_nan_usage_is_that_examples_error_row(
-    cached_project: pytest.Pytester, workers: list[str]
-) -> None:
-    # Before: scored with 0 tokens and $0, the money under-counted in silence.
+def test_a_reply_with_nan_usage_is_that_examples_error_row(cached_project: pytest.Pytester) -> None:
+    # Before: scored with 0 tokens and $0, the money under-counted in silence. The
+    # first run in-process, the second under -n 2 (the bad reply sent again).
     with FakeLLM(handler=_nan_handler) as llm:
-        result = _run(cached_project, llm, "--ctxbench-price=m=1000/1000", *workers)
-        again = _run(cached_project, llm, "--ctxbench-price=m=1000/1000", *workers)
+        result = _run(cached_project, llm, "--ctxbench-price=m=1000/1000")
+        doc1 = _doc(cached_project)
+        again = _run(cached_project, llm, "--ctxbench-price=m=1000/1000", "-n", "2")
         assert len(llm.requests) == 31  # the bad reply was not cached: sent again
     assert result.ret == 1, result.stdout.str()
-    for run in (result, again):
-        doc = _doc(cached_project)
+    assert again.ret == 1, again.stdout.str()
+    for run, doc in ((result, doc1), (again, _doc(cached_project))):
         errors = {r["example_id"]: r["error"] for r in doc["rows"] if r["error"]}
         assert list(errors) == ["q-5"]
         assert errors["q-5"]["type"] == "pytest_context_bench.transports.BadUsageError"
@@ -374,7 +376,7 @@ def ctxbench_system(ctxbench_http_client):
 '''
 
 
-def test_openai_sdk_through_the_fixture_is_cached(cached_project: pytest.Pytester) -> None:
+def test_openai_sdk_through_the_fixture_is_cached_and_a_replay_miss_is_named(cached_project: pytest.Pytester) -> None:
     pytest.importorskip("openai")
     with FakeLLM(handler=_handler) as llm:
         cached_project.makeconftest(OPENAI_SYSTEM.replace("{url}", llm.base_url))
@@ -386,19 +388,13 @@ def test_openai_sdk_through_the_fixture_is_cached(cached_project: pytest.Pyteste
         second = cached_project.runpytest_subprocess(*args, "-n", "2", "--ctxbench-cache=replay")
         assert second.ret == 0, second.stdout.str()
         assert len(llm.requests) == 30
-    second.stdout.fnmatch_lines(["LLM cache replay*: 30 hits, 0 misses, 0 calls sent*"])
-    doc = _doc(cached_project)
-    assert doc["summary"]["sdk"]["cost_usd"] == pytest.approx(30 * 28 / 1e6)
-    cache_dir = cached_project.path / ".pytest_cache" / "d" / "ctxbench"
-    assert KEY.encode() not in b"".join(p.read_bytes() for p in cache_dir.iterdir())
-
-
-def test_openai_sdk_replay_miss_names_the_cache_miss(cached_project: pytest.Pytester) -> None:
-    pytest.importorskip("openai")
-    with FakeLLM(handler=_handler) as llm:
-        cached_project.makeconftest(OPENAI_SYSTEM.replace("{url}", llm.base_url))
-        args = ["--ctxbench-dataset=qa.jsonl", f"--ctxbench-json={cached_project.path / 'out.json'}"]
-        cached_project.runpytest_subprocess(*args)
+        second.stdout.fnmatch_lines(["LLM cache replay*: 30 hits, 0 misses, 0 calls sent*"])
+        doc = _doc(cached_project)
+        assert doc["summary"]["sdk"]["cost_usd"] == pytest.approx(30 * 28 / 1e6)
+        cache_dir = cached_project.path / ".pytest_cache" / "d" / "ctxbench"
+        assert KEY.encode() not in b"".join(p.read_bytes() for p in cache_dir.iterdir())
+        # One prompt changed: a replay miss, through the SDK (which wraps what its
+        # transport raised), is that example's CacheMiss.
         cached_project.makefile(".jsonl", qa=_rows(30, changed=3))
         cached_project.runpytest_subprocess(*args, "--ctxbench-cache=replay")
         assert len(llm.requests) == 30

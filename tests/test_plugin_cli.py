@@ -173,14 +173,20 @@ def test_json_keeps_infinite_cost_valid(project: pytest.Pytester) -> None:
 
 
 def test_system_error_is_an_error_of_that_example(
-    project: pytest.Pytester, mode_args: list[str]
+    project: pytest.Pytester, serial_mode_args: list[str]
 ) -> None:
+    """In-process and -n 0. Under -n 2 a System's error rows are
+    test_no_silent_green.py's
+    test_bad_api_usage_under_xdist_counts_in_error_rate_and_the_baseline (the
+    outcomes, the JSON rows, the error rate) and test_views_terminal.py's
+    test_examples_below_and_in_error_are_named_with_a_reason (this System's error
+    named on the terminal)."""
     out = project.path / "out.json"
     result = project.runpytest(
         "--ctxbench-dataset=qa.jsonl",
         "--ctxbench-system=systems:boom",
         f"--ctxbench-json={out}",
-        *mode_args,
+        *serial_mode_args,
     )
     assert result.ret == 1
     result.assert_outcomes(passed=5, errors=1)

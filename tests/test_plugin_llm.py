@@ -45,10 +45,12 @@ def _flaky_handler() -> tuple:
 
 
 def test_proxy_and_judge_survive_transient_failures_under_xdist(pytester: pytest.Pytester) -> None:
+    # 100 examples: 200 calls that succeed, every fifth request failing first (a
+    # 503, or a 429 every tenth), on both workers.
     rows = [
         {"id": f"q-{i}", "context": f"Country {i} has city {i} as its capital.",
          "question": f"What is the capital of country {i}?", "answer": f"city {i}"}
-        for i in range(1, 201)
+        for i in range(1, 101)
     ]
     pytester.makefile(".jsonl", qa="\n".join(json.dumps(r) for r in rows) + "\n")
     handler, count = _flaky_handler()
@@ -67,8 +69,8 @@ def test_proxy_and_judge_survive_transient_failures_under_xdist(pytester: pytest
         )
     assert result.ret == 0, result.stdout.str()
     # The met gate is listed in the gates section, not counted (docs/gating.md).
-    result.assert_outcomes(passed=200)
-    assert count["failed"] >= 80  # 400 successful calls + retries: a fifth failed first
+    result.assert_outcomes(passed=100)
+    assert count["failed"] >= 40  # 200 successful calls + retries: a fifth failed first
     doc = json.loads(out.read_text())
     summary = doc["summary"]["local"]
     assert summary["pass_rate"] == 1.0 and summary["error_rate"] == 0.0

@@ -170,29 +170,6 @@ def test_evaluate_matches_the_pytest_run(project: pytest.Pytester) -> None:
     assert api_summary == pytest_summary
 
 
-def test_crashed_worker_loses_only_its_example_which_counts_as_an_error(project: pytest.Pytester) -> None:
-    project.makepyfile(
-        crash="""
-        import os
-
-        class Crash:
-            name = "crash"
-            def process(self, example):
-                if example["id"] == "q-2":
-                    os._exit(3)
-                return {**example, "response": example["answer"]}
-
-        crash = Crash()
-        """
-    )
-    result = project.runpytest("--ctxbench-dataset=qa.jsonl", "--ctxbench-system=crash:crash", "-n", "2")
-    assert result.ret == 1
-    result.stdout.fnmatch_lines(
-        ["*1 example(s) produced no row of their own (crashed or failed before scoring); each counts as an error:*", "*ctxbench::example?crash/qa/q-2?*"]
-    )
-    result.stdout.fnmatch_lines(["crash*6*0.8333*0.8333*0.1667*"])
-
-
 def test_cli_systems_shadow_a_parametrized_fixture_in_marker_tests(project: pytest.Pytester) -> None:
     project.makeconftest(
         """

@@ -56,10 +56,12 @@ notes = Notes()
 '''
 
 
-@pytest.mark.parametrize("extra", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
 def test_one_item_per_question(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, extra: list[str]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In-process (one ingestion per conversation, exactly). Under -n 2 each worker
+    ingests the conversations of its questions, and their rows reach the
+    controller: the xdist2 case of test_memory_rows_carry_llm_usage_and_money."""
     pytester.makefile(
         ".jsonl", chats="\n".join(json.dumps(c) for c in CONVERSATIONS) + "\n"
     )
@@ -72,7 +74,6 @@ def test_one_item_per_question(
         "--ctxbench-dataset=chats.jsonl",
         "--ctxbench-system=memsys:notes",
         f"--ctxbench-json={out}",
-        *extra,
     )
     assert result.ret == 1  # the cat questions raise: errors of those examples
     result.assert_outcomes(passed=6, errors=3)
@@ -93,17 +94,13 @@ def test_one_item_per_question(
     assert doc["summary"]["notes"]["f1_single_hop"] == 1.0
     assert doc["summary"]["notes"]["f1_adversarial"] == 0.0
     ingests = log.read_text().splitlines()
-    if not extra:
-        assert len(ingests) == 3  # once per conversation
-    else:
-        assert 3 <= len(ingests) <= 9
-    if not extra:
-        result.stdout.fnmatch_lines(
-            [
-                "*ERROR at call of example?notes/chats/conv-1_2?*",
-                "*RuntimeError: no memory of a cat*",
-            ]
-        )
+    assert len(ingests) == 3  # once per conversation
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at call of example?notes/chats/conv-1_2?*",
+            "*RuntimeError: no memory of a cat*",
+        ]
+    )
 
 
 def test_memory_datasets_are_not_for_the_marker(pytester: pytest.Pytester) -> None:

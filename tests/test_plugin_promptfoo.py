@@ -87,9 +87,16 @@ def _rows(doc: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
     return {(r["dataset"], r["example_id"]): r for r in doc["rows"]}
 
 
-def test_a_promptfoo_config_runs_as_datasets(pytester: pytest.Pytester, server: FakeLLM) -> None:
+def test_a_promptfoo_config_runs_as_datasets_with_the_same_rows_under_xdist_and_on_replay(
+    pytester: pytest.Pytester, server: FakeLLM, tmp_path: Path
+) -> None:
+    """One serial run (recording the cache, saving a baseline) checked in full; the
+    same rows under -n 2 (where the gates are set and fail) and on replay; the next
+    run compared with the baseline."""
     _project(pytester)
-    result = _run(pytester, server, "--ctxbench-json=out.json")
+    cache = [f"--ctxbench-cache-dir={tmp_path / 'cache'}"]
+    result = _run(pytester, server, "--ctxbench-json=serial.json", "--ctxbench-cache=once", *cache,
+                  "--ctxbench-save-baseline=base.json")
     out = result.stdout.str()
     header = re.sub(r"\s+", " ", out.split("collected")[0])
     assert "datasets promptfooconfig:terse (4), promptfooconfig:chat (4)" in header
@@ -102,7 +109,7 @@ def test_a_promptfoo_config_runs_as_datasets(pytester: pytest.Pytester, server: 
     assert [{"role": "system", "content": "You are kind."},
             {"role": "user", "content": "Do you ship abroad? (polite)"}] in sent
     assert len(sent) == 8
-    doc = read_json(pytester.path / "out.json")
+    doc = read_json(pytester.path / "serial.json")
     rows = _rows(doc)
     assert set(rows) == {(f"promptfooconfig:{p}", i) for p in ("terse", "chat")
                          for i in ("refund-window", "shipping", "free-talk", "location")}
@@ -121,20 +128,11 @@ def test_a_promptfoo_config_runs_as_datasets(pytester: pytest.Pytester, server: 
     assert doc["summary"]["m:chat"]["pass_rate"] == 0.75  # free-talk fails its not-contains
     assert {s["label"]: s["datasets"] for s in doc["suites"]} == {
         "m:terse": ["promptfooconfig:terse"], "m:chat": ["promptfooconfig:chat"]}
-    assert result.ret == 0
-    gated = _run(pytester, server, "--ctxbench-min-pass-rate=0.8")
+    assert result.ret == 0, out
+    gated = _run(pytester, server, "--ctxbench-json=xdist.json", "-n", "2", "--ctxbench-min-pass-rate=0.8")
     assert gated.ret == 1
     gated.stdout.fnmatch_lines(["*FAIL m:terse: min_pass_rate: pass_rate = 0.75*",
                                 "*FAIL m:chat: min_pass_rate: pass_rate = 0.75*"])
-
-
-def test_the_same_rows_under_xdist_and_on_replay(
-    pytester: pytest.Pytester, server: FakeLLM, tmp_path: Path
-) -> None:
-    _project(pytester)
-    cache = [f"--ctxbench-cache-dir={tmp_path / 'cache'}"]
-    _run(pytester, server, "--ctxbench-json=serial.json", "--ctxbench-cache=once", *cache)
-    _run(pytester, server, "--ctxbench-json=xdist.json", "-n", "2")
     sent = len(server.requests)
     _run(pytester, server, "--ctxbench-json=replay.json", "--ctxbench-cache=replay", *cache)
     assert len(server.requests) == sent  # nothing sent on replay
@@ -149,7 +147,6 @@ def test_the_same_rows_under_xdist_and_on_replay(
                  for n in ("serial.json", "xdist.json", "replay.json")]
     assert summaries[0] == summaries[1] == summaries[2]
     # a baseline keeps each prompt's suite, and the next run is compared with it
-    _run(pytester, server, "--ctxbench-save-baseline=base.json")
     compared = _run(pytester, server, "--ctxbench-baseline=base.json", "--ctxbench-json=cmp.json",
                     "--ctxbench-max-drop=pass_rate:0.05")
     assert compared.ret == 0, compared.stdout.str()

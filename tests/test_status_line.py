@@ -465,9 +465,10 @@ def test_on_a_terminal_it_shows_and_is_erased(slow: pytest.Pytester, verbose) ->
     assert re.fullmatch(r"=+ 24 passed in [\d.]+s =+", [ln for ln in lines if ln][-1])
 
 
-@pytest.mark.parametrize(
-    "args", [["--ctxbench-no-status"], ["-n", "2"]], ids=["no-status", "xdist"]
-)
+# A whole run under -n 2 (no process draws it: the workers have no terminal). The
+# other reasons (--ctxbench-no-status, its ini twin, -s, TERM=dumb) are decided by the
+# same check a run makes (test_ways_it_stays_off, test_ini_turns_it_off).
+@pytest.mark.parametrize("args", [["-n", "2"]], ids=["xdist"])
 def test_on_a_terminal_it_can_be_off(slow: pytest.Pytester, args) -> None:
     code, raw = run_on_a_tty(slow.path, *RUN, *args)
     assert code == 0, raw
@@ -475,7 +476,9 @@ def test_on_a_terminal_it_can_be_off(slow: pytest.Pytester, args) -> None:
     assert "24 passed" in raw
 
 
-@pytest.mark.parametrize("color", [[], ["--color=yes"]], ids=["plain", "color-yes"])
+# Colours forced on: markup is not a terminal (plain output, and a pipe, a file or
+# a string with and without colours, are test_never_shows_off_a_tty's).
+@pytest.mark.parametrize("color", [["--color=yes"]], ids=["color-yes"])
 def test_piped_output_has_no_status_and_no_carriage_return(
     slow: pytest.Pytester, color
 ) -> None:

@@ -163,10 +163,15 @@ def _all_trials(replies: dict[tuple[str, int], str], trials: int = 3) -> None:
     assert set(replies) == {(f"q-{i}", t) for i in range(1, 9) for t in range(1, trials + 1)}
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_one_call_in_flight_owns_its_threads_requests(project, mode) -> None:
+def test_one_call_in_flight_owns_its_threads_requests_and_a_replay_of_unknown_trial_sends_nothing(
+    project,
+) -> None:
+    """One call in flight (serial): the requests of its pool's thread are its own.
+    (Under -n 2 each worker has one call in flight the same way; several in flight
+    under -n 2 are test_several_in_flight_never_a_wrong_reply_and_no_lost_usage's.)
+    Then a replay under concurrency, where such a request's trial is unknown."""
     pytester, llm = project
-    first, sent, doc, text = _run(pytester, llm, "Pooled", "--ctxbench-repeat=3", *mode)
+    first, sent, doc, text = _run(pytester, llm, "Pooled", "--ctxbench-repeat=3")
     _all_trials(first)
     assert sent == 24
     assert len(set(first.values())) == 24  # each trial its own reply
@@ -174,10 +179,26 @@ def test_one_call_in_flight_owns_its_threads_requests(project, mode) -> None:
     assert _usage_calls(doc) == (24, 0)
     assert FIX not in text
     # The second run replays each trial's own reply, and sends nothing.
-    again, sent, doc, _ = _run(pytester, llm, "Pooled", "--ctxbench-repeat=3", *mode)
+    again, sent, doc, _ = _run(pytester, llm, "Pooled", "--ctxbench-repeat=3")
     assert sent == 0
     assert again == first
     assert all(r["metadata"]["llm_usage"]["cache_hits"] == 1 for r in doc["rows"])
+    # Replayed with several calls in flight: a request of unknown trial is refused.
+    replies, sent, doc, text = _run(
+        pytester,
+        llm,
+        "Pooled",
+        "--ctxbench-repeat=3",
+        "--ctxbench-concurrency=8",
+        "--ctxbench-cache=replay",
+    )
+    assert sent == 0
+    errors = [r["error"]["message"] for r in doc["rows"] if r["error"]]
+    assert all("trial" in m and FIX in m for m in errors)
+    # what was replayed is each trial's own reply (recorded by the first run)
+    assert len(set(first.values())) == 24
+    for key, text in replies.items():
+        assert first[key] == text
 
 
 @pytest.mark.parametrize(
@@ -234,30 +255,6 @@ def test_work_run_in_the_callers_context_is_attributed_per_row(project, system) 
     assert _usage_calls(doc) == (24, 0)
     assert FIX not in text
     assert "unattributed" not in doc["llm"]
-
-
-def test_replay_of_a_request_of_unknown_trial_sends_nothing(project) -> None:
-    pytester, llm = project
-    _run(pytester, llm, "Pooled", "--ctxbench-repeat=3")  # recorded serially
-    replies, sent, doc, text = _run(
-        pytester,
-        llm,
-        "Pooled",
-        "--ctxbench-repeat=3",
-        "--ctxbench-concurrency=8",
-        "--ctxbench-cache=replay",
-    )
-    assert sent == 0
-    errors = [r["error"]["message"] for r in doc["rows"] if r["error"]]
-    assert all("trial" in m and FIX in m for m in errors)
-    # what was replayed is each trial's own reply
-    recorded = {}
-    for path in (pytester.path / "out-0").iterdir():
-        example, trial, _ = path.name.split(".")
-        recorded[(example, int(trial))] = path.read_text()
-    assert len(set(recorded.values())) == 24
-    for key, text in replies.items():
-        assert recorded[key] == text
 
 
 def test_outside_a_run_the_usage_is_kept_and_one_warning_names_the_fix() -> None:

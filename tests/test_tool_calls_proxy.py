@@ -194,13 +194,20 @@ def _rows(pytester: pytest.Pytester) -> dict[str, dict]:
     return {r["example_id"]: {k: r.get(k) for k in ("status", "scores", "response", "tool_calls")} for r in doc["rows"]}
 
 
-def test_tool_call_rows_replay_under_xdist_with_zero_requests(pytester: pytest.Pytester) -> None:
+def test_tool_call_rows_replay_under_xdist_with_zero_requests_and_their_calls_are_recorded(
+    pytester: pytest.Pytester,
+) -> None:
     (pytester.path / "orders.jsonl").write_text(_dataset(6))
     with FakeLLM(handler=_handler) as llm:
-        first = _run(pytester, llm, "--ctxbench-cache=once")
+        first = _run(pytester, llm, "--ctxbench-cache=once", "--ctxbench-transcripts=all")
         assert first.ret in (0, 1), first.stdout.str() + first.stderr.str()
         sent = len(llm.requests)
         once = _rows(pytester)
+        # the call records show each call and its arguments
+        doc = json.loads((pytester.path / "out.json").read_text())
+        calls = {r["example_id"]: r["calls"] for r in doc["rows"]}
+        assert calls["q0"][0]["reply"] == '[tool call: lookup_order({"order_id": "0"})]'
+        assert calls["evil"][0]["reply"].startswith("[tool call: lookup")
         replay = _run(pytester, llm, "-n", "2", "--ctxbench-cache=replay")
         assert len(llm.requests) == sent == 8  # replay sent nothing
     assert replay.ret == first.ret
@@ -217,16 +224,6 @@ def test_tool_call_rows_replay_under_xdist_with_zero_requests(pytester: pytest.P
     html = (pytester.path / "out.html").read_text()
     assert "\\[tool calls\\] lookup" in markdown and "\x1b" not in markdown and "\u202e" not in markdown
     assert "tool calls: " in html
-
-
-def test_the_call_records_show_each_call_and_its_arguments(pytester: pytest.Pytester) -> None:
-    (pytester.path / "orders.jsonl").write_text(_dataset(1))
-    with FakeLLM(handler=_handler) as llm:
-        _run(pytester, llm, "--ctxbench-transcripts=all")
-    doc = json.loads((pytester.path / "out.json").read_text())
-    calls = {r["example_id"]: r["calls"] for r in doc["rows"]}
-    assert calls["q0"][0]["reply"] == '[tool call: lookup_order({"order_id": "0"})]'
-    assert calls["evil"][0]["reply"].startswith("[tool call: lookup")
 
 
 AGENT = '''
