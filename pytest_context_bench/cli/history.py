@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from pathlib import Path
 
 from .._text import inert
 from ..errors import CtxBenchError
@@ -65,20 +64,13 @@ def _run(args: argparse.Namespace) -> int:
         raise _Usage(f"--min-flips must be an integer >= 1, given: {args.min_flips}")
     if not 0 < args.confidence < 1:
         raise _Usage(f"--confidence must be a number in (0, 1), given: {args.confidence!r}")
-    inputs = {p.resolve(): str(p) for p in _files(args.paths)}
-    outputs: list[tuple[str, str]] = [("--html", args.html_path)]
-    if args.markdown_path is not None:
-        outputs.append(("--markdown", args.markdown_path))
-    taken: dict[Path, str] = {}
-    for flag, out in outputs:
-        real = Path(out).resolve()
-        if real in inputs:
-            raise _Usage(f"{flag}={out} is one of the runs read ({inputs[real]}); write the output elsewhere")
-        if real in taken:
-            raise _Usage(f"{flag} and {taken[real]} name the same file ({out}); give each output its own path")
-        taken[real] = flag
-        if real.is_dir():
-            raise _Usage(f"{flag} must be a file path, given a directory: {out}")
+    from ._outputs import OutputClash, check_outputs
+
+    inputs = {p.resolve(): f"one of the runs read ({p})" for p in _files(args.paths)}
+    try:
+        check_outputs([("--html", args.html_path), ("--markdown", args.markdown_path)], inputs)
+    except OutputClash as exc:
+        raise _Usage(str(exc)) from None
     runs = load_history(args.paths)
     history = build_history(runs, min_flips=args.min_flips, confidence=args.confidence)
     page = render_history_html(history)

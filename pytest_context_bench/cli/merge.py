@@ -165,27 +165,12 @@ def _check_outputs(args: argparse.Namespace) -> None:
         inputs[Path(args.baseline).resolve()] = "the baseline (--ctxbench-baseline)"
     if getattr(args, "judge_labels", None) is not None:
         inputs[Path(args.judge_labels).resolve()] = "the labels (--ctxbench-judge-labels)"
-    taken: dict[Path, str] = {}
-    for dest, flag in _OUTPUTS:
-        out = getattr(args, dest)
-        if out is None:
-            continue
-        real = Path(out).resolve()
-        if real in inputs:
-            raise _Usage(f"{flag}={out} is {inputs[real]}; write the output elsewhere")
-        if real in taken:
-            raise _Usage(
-                f"{flag} and {taken[real]} name the same file ({out}); give each"
-                " output its own path"
-            )
-        taken[real] = flag
-        if real.is_dir():
-            raise _Usage(f"{flag} must be a file path, given a directory: {out}")
-        existing = real.parent
-        while not existing.exists() and existing.parent != existing:
-            existing = existing.parent  # missing directories are created
-        if not existing.is_dir():
-            raise _Usage(f"{flag}={out}: {existing} is not a directory")
+    from ._outputs import OutputClash, check_outputs
+
+    try:
+        check_outputs(((flag, getattr(args, dest)) for dest, flag in _OUTPUTS), inputs)
+    except OutputClash as exc:
+        raise _Usage(str(exc)) from None
 
 
 def _argv(args: argparse.Namespace) -> list[str]:

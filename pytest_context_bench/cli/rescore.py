@@ -112,24 +112,12 @@ _OUTPUTS = (
 
 def _check_outputs(args: argparse.Namespace, inputs: dict[Path, str]) -> None:
     """No output overwrites an input or another output, and each can be created."""
-    taken: dict[Path, str] = {}
-    for dest, flag in _OUTPUTS:
-        out = getattr(args, dest)
-        if out is None:
-            continue
-        real = Path(out).resolve()
-        if real in inputs:
-            raise _Usage(f"{flag}={out} is {inputs[real]}; write the output elsewhere")
-        if real in taken:
-            raise _Usage(f"{flag} and {taken[real]} name the same file ({out}); give each output its own path")
-        taken[real] = flag
-        if real.is_dir():
-            raise _Usage(f"{flag} must be a file path, given a directory: {out}")
-        existing = real.parent
-        while not existing.exists() and existing.parent != existing:
-            existing = existing.parent
-        if not existing.is_dir():
-            raise _Usage(f"{flag}={out}: {existing} is not a directory")
+    from ._outputs import OutputClash, check_outputs
+
+    try:
+        check_outputs(((flag, getattr(args, dest)) for dest, flag in _OUTPUTS), inputs)
+    except OutputClash as exc:
+        raise _Usage(str(exc)) from None
 
 
 def run(args: argparse.Namespace) -> int:
