@@ -235,8 +235,8 @@ class Tool:
 
 
 def counted(out: str) -> int | None:
-    match = re.search(r"(\d+) passed", out)
-    return int(match.group(1)) if match else None
+    match = re.search(r"(\d[\d,]*) passed", out)
+    return int(match.group(1).replace(",", "")) if match else None
 
 
 def inspect_passed(n: int) -> Any:
@@ -248,10 +248,11 @@ def inspect_passed(n: int) -> Any:
 
 
 def promptfoo_passed(out: str) -> int | None:
-    match = re.search(r"(\d+) passed|Successes:\s*(\d+)|Passed:?\s*(\d+)", out)
+    # "✓ 2,000 passed (100%)" (promptfoo 0.121), "Successes: 2000" (older ones)
+    match = re.search(r"(\d[\d,]*) passed|Successes:\s*(\d[\d,]*)", out)
     if not match:
         return None
-    return int(next(g for g in match.groups() if g))
+    return int(next(g for g in match.groups() if g).replace(",", ""))
 
 
 def clean_env() -> dict[str, str]:
@@ -489,13 +490,15 @@ def main() -> int:
                     tool.rss.append(rss)
                     tool.requests.append(sent)
                     tool.peaks.append(peak)
+                    shown = ""
                     if args.startup:
                         wall1, cpu1, _, _, _, _ = once(tool, "qa1")
                         tool.start_walls.append(wall1)
                         tool.start_cpus.append(cpu1)
+                        shown = f" | 1 question: wall {wall1:5.2f} s cpu {cpu1:5.2f} s"
                     print(
                         f"round {round_ + 1} {tool.name:18} wall {wall:6.2f} s cpu {cpu:6.2f} s"
-                        f" rss {rss / 1024:6.1f} MiB requests {sent} in flight {peak}",
+                        f" rss {rss / 1024:6.1f} MiB requests {sent} in flight {peak}{shown}",
                         flush=True,
                     )
             loads.append(os.getloadavg()[0])
