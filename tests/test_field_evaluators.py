@@ -214,7 +214,10 @@ def test_own(ctxbench_example, ctxbench_record):
 '''
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+# In-process: a marker's evaluators are built by each process from the test module
+# it imports, workers alike; trajectories and tool calls of marked tests under -n 2
+# are test_equivalence.py's (its test_agent and test_marked, in every mode).
+@pytest.mark.parametrize("workers", [[]])
 def test_the_marker_wires_both(pytester: pytest.Pytester, workers: list[str]) -> None:
     _project(pytester)
     pytester.makepyfile(test_agent=MARKED)

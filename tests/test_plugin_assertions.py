@@ -74,7 +74,9 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
                               "--ctxbench-json=out.json", "-p", "no:randomly", *args)
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+# In-process: assertions deciding examples under -n 2 (and replayed, and merged) are
+# test_equivalence.py's regions, judged by their assertions in every mode.
+@pytest.mark.parametrize("workers", [[]])
 def test_assertions_decide_each_example(pytester: pytest.Pytester, workers: list[str]) -> None:
     _project(pytester)
     result = _run(pytester, *workers)

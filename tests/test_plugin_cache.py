@@ -168,13 +168,21 @@ def test_cache_dir_option_and_ini(cached_project: pytest.Pytester) -> None:
     assert not (cached_project.path / ".pytest_cache" / "d" / "ctxbench").exists()
 
 
-@pytest.mark.parametrize("damage", [b"garbage, not SQLite\n" * 100, b"SQLite format 3\x00" + b"\x01" * 3000])
-def test_a_corrupt_cache_file_is_one_line_and_the_run_goes_on(cached_project: pytest.Pytester, damage: bytes) -> None:
+# Not SQLite at all (under -n 2: said once, not once per worker), and SQLite's header
+# over garbage (in-process: another error of SQLite's, the same refusal).
+@pytest.mark.parametrize(
+    "damage, workers",
+    [(b"garbage, not SQLite\n" * 100, ["-n", "2"]), (b"SQLite format 3\x00" + b"\x01" * 3000, [])],
+    ids=["garbage-xdist2", "header-inprocess"],
+)
+def test_a_corrupt_cache_file_is_one_line_and_the_run_goes_on(
+    cached_project: pytest.Pytester, damage: bytes, workers: list[str]
+) -> None:
     path = cached_project.path / ".pytest_cache" / "d" / "ctxbench" / "llm-cache.sqlite3"
     path.parent.mkdir(parents=True)
     path.write_bytes(damage)
     with FakeLLM(handler=_handler) as llm:
-        result = _run(cached_project, llm, "-n", "2")
+        result = _run(cached_project, llm, *workers)
         assert result.ret == 0, result.stdout.str()
         assert len(llm.requests) == 30
         # Said once (wrapped to the terminal's width like every summary line).

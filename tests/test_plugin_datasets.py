@@ -89,17 +89,20 @@ def test_sample_and_seed(project: pytest.Pytester) -> None:
 
 
 def test_shards_run_every_example_once_under_xdist(project: pytest.Pytester) -> None:
+    # Two shards under -n 2 (three runs of three processes each were no more proof:
+    # which examples a shard keeps is Selection's, test_selection.py's for every i/N).
     ids = qa20(project)
     seen: list[str] = []
-    for i in (1, 2, 3):
+    for i in (1, 2):
         result = project.runpytest(
             "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
-            f"--ctxbench-shard={i}/3", "-n", "2", f"--ctxbench-json=shard{i}.json",
+            f"--ctxbench-shard={i}/2", "-n", "2", f"--ctxbench-json=shard{i}.json",
         )
         assert result.ret == 0
         rows = read_json(project.path / f"shard{i}.json")["rows"]
         seen += [r["example_id"] for r in rows]
-        assert read_json(project.path / f"shard{i}.json")["run"]["options"]["shard"] == f"{i}/3"
+        assert read_json(project.path / f"shard{i}.json")["run"]["options"]["shard"] == f"{i}/2"
+        assert 0 < len(rows) < len(ids)
     assert sorted(seen) == sorted(ids)
 
 
@@ -197,7 +200,9 @@ def gsm8k_dir(pytester: pytest.Pytester) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+# In-process: a data-dir dataset under -n 2 (each worker loading it) is
+# test_bad_records_stop_the_run_or_are_skipped's -n 2 run.
+@pytest.mark.parametrize("mode", [[]], ids=["inprocess"])
 def test_named_dataset_from_the_data_dir(
     pytester: pytest.Pytester, gsm8k_dir: Path, mode: list[str]
 ) -> None:

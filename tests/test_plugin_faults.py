@@ -157,13 +157,17 @@ def test_partial_runs_are_reported_but_not_gated(
 
 
 def test_partial_run_exit_status_reflects_only_the_tests(
-    project: pytest.Pytester, mode_args: list[str]
+    project: pytest.Pytester, serial_mode_args: list[str]
 ) -> None:
+    """In-process and -n 0. Under -n 2 the controller finds the run partial
+    (test_partial_runs_are_reported_but_not_gated[xdist2-k]) and fails a breached
+    gate with exit status 1 (test_plugin_cli.py's
+    test_gate_breach_exits_1_with_normal_closing_line[xdist2]) as here."""
     args = [
         "--ctxbench-dataset=qa.jsonl",
         "--ctxbench-system=systems:half",
         "--ctxbench-min-pass-rate=0.99",
-        *mode_args,
+        *serial_mode_args,
     ]
     full = project.runpytest(*args)
     assert full.ret == 1  # the gate fails the whole run

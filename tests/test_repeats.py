@@ -117,7 +117,10 @@ def flaky_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) ->
     return pytester
 
 
-@pytest.mark.parametrize("mode", [[], ["-n", "2"]], ids=["inprocess", "xdist2"])
+# In-process: under -n 2 the same rows, summary and repeated-trial statistics are
+# test_repeat_is_identical_in_process_and_under_xdist's (and test_equivalence.py's
+# repeat-3-xdist-2 mode's).
+@pytest.mark.parametrize("mode", [[]], ids=["inprocess"])
 def test_repeat_reports_pass_at_k_and_flaky(
     flaky_project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, mode: list[str]
 ) -> None:
