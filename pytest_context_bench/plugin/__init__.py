@@ -45,7 +45,7 @@ from .options import (
 )
 from .outputs import check_outputs, input_files, other_outputs, step_summary_clash
 from .session import USAGE_PREFIX, Controller, CtxBenchWarning, is_worker
-from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe
+from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe, pack, unpack
 
 if TYPE_CHECKING:
     from .collection import CliCase, DatasetCache, ExampleRef, SuiteSpec
@@ -1147,6 +1147,24 @@ def _add_properties(
         if row.error is not None:
             text = f"{row.error.get('type')}: {row.error.get('message')}"
             properties.append((prefix + "error", inert(text)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: Any) -> Generator[None, Any, Any]:
+    """A worker's report leaves with its payload as one JSON string (transport.pack)."""
+    data = yield
+    if isinstance(data, dict) and is_worker(config):
+        pack(data)
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(config: pytest.Config, data: Any) -> Generator[None, Any, Any]:
+    """The controller's copy of a worker's report gets its payload back as a dict."""
+    report = yield
+    if report is not None:
+        unpack(report)
+    return report
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:

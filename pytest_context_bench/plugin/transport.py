@@ -5,17 +5,27 @@ the *exact* type of every value: an enum, a ``Path``, a ``numpy.float64`` or a s
 subclass anywhere inside crashes the whole run with ``DumpError`` under ``-n`` while
 passing in-process (pytest-xdist#1157). So everything we attach goes through
 :func:`ensure_wire_safe` first, and in-process runs take the very same path.
+
+Between an xdist worker and the controller the payload travels as one JSON string
+(:func:`pack` / :func:`unpack`, from the report (de)serialization hooks): execnet's
+serializer walks every nested value in Python on both sides, about 90 µs each way for
+one row, where ``json`` takes under 15 µs. The values are exact builtins already, so
+the string gives back the very same payload (floats by their ``repr``, ``NaN``
+included, keys as strings, lists as lists).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
-__all__ = ["WIRE_VERSION", "REPORT_ATTR", "ensure_wire_safe", "read_payload"]
+__all__ = ["WIRE_VERSION", "REPORT_ATTR", "ensure_wire_safe", "read_payload", "pack", "unpack"]
 
 WIRE_VERSION = 1
 REPORT_ATTR = "ctxbench"
+#: what starts a payload packed as JSON for the trip from a worker
+PACKED = "ctxbench-json:"
 
 
 def ensure_wire_safe(value: Any, _depth: int = 0) -> Any:
@@ -57,6 +67,23 @@ def read_payload(report: Any) -> dict[str, Any] | None:
     if not isinstance(payload, dict) or payload.get("v") != WIRE_VERSION:
         return None
     return payload
+
+
+def pack(data: dict[str, Any]) -> None:
+    """In a serialized report (``data``, a worker's), the payload as one JSON string."""
+    payload = data.get(REPORT_ATTR)
+    if isinstance(payload, dict):
+        data[REPORT_ATTR] = PACKED + json.dumps(payload, separators=(",", ":"))
+
+
+def unpack(report: Any) -> None:
+    """The payload :func:`pack` sent, a dict again on the report rebuilt from it."""
+    packed = getattr(report, REPORT_ATTR, None)
+    if isinstance(packed, str) and packed.startswith(PACKED):
+        try:
+            setattr(report, REPORT_ATTR, json.loads(packed[len(PACKED):]))
+        except ValueError:  # not ours after all: read_payload ignores a string
+            pass
 
 
 def finite_or_none(x: float) -> float | None:
