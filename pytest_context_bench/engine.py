@@ -505,11 +505,13 @@ def attach_usage(row: EvalRow, scope: CallScope) -> BaseException | None:
     is returned for the caller to raise; ``None`` otherwise). The records of the
     calls (``--ctxbench-transcripts``) move from the scope to ``row.calls``.
     """
-    from .pricing import active_prices, usage_summary
-
     calls, omitted = scope.log.take()
     if calls or omitted:
         row.calls, row.calls_omitted = calls, omitted
+    if not scope.usage:
+        return None  # no call measured: nothing to add, nothing to name
+    from .pricing import active_prices, usage_summary
+
     prices = active_prices()
     cut = scope.system_calls if scope.system_calls is not None else len(scope.usage)
     for part, key, money in (

@@ -118,8 +118,18 @@ def _sequential_ranks(data: bytes) -> dict[bytes, int]:
     files; ``tests/test_tokens.py`` parses them line by line and compares). Decoded
     by C loops, without an ``int()`` per line: 40% less start-up in every process
     that counts tokens (each xdist worker)."""
-    parts = data.split()
-    return dict(zip(map(binascii.a2b_base64, parts[0::2]), range(len(parts) // 2)))
+    ranks: dict[bytes, int] = {}
+    start = 0
+    while start < len(data):
+        # By blocks of whole lines: never a list of all 100k lines at once.
+        end = data.find(b"\n", start + (1 << 17))
+        end = len(data) if end < 0 else end + 1
+        parts = data[start:end].split()
+        ranks.update(
+            zip(map(binascii.a2b_base64, parts[0::2]), range(len(ranks), len(ranks) + len(parts) // 2))
+        )
+        start = end
+    return ranks
 
 
 class _Encoder(Protocol):
