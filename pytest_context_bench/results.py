@@ -83,7 +83,11 @@ def float_map(mapping: Any, what: str) -> dict[str, float]:
     floats; :class:`ValueError` naming ``what`` when it is not one."""
     if not isinstance(mapping, dict):
         raise ValueError(f"{what} must be an object, got {type(mapping).__name__}")
-    return {str(k): from_json_safe(v) for k, v in mapping.items()}
+    # Exact floats and str keys (every row a worker sends) are taken as they are.
+    return {
+        k if type(k) is str else str(k): v if type(v) is float else from_json_safe(v)
+        for k, v in mapping.items()
+    }
 
 
 @dataclass(slots=True)

@@ -844,7 +844,15 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     # A worker hands its manifest to the controller (read in pytest_testnodedown).
     state = session.config.stash.get(STATE_KEY, None)
     workeroutput = getattr(session.config, "workeroutput", None)
-    if state is not None and state.manifest is not None and workeroutput is not None:
+    if (
+        state is not None
+        and state.manifest is not None
+        and workeroutput is not None
+        and not state.manifest_sent
+    ):
+        # Only when no setup report carried it already (a worker handed no item):
+        # the controller has it otherwise, and a 5,000-example manifest is a
+        # tenth of a second of serializing on each side.
         workeroutput[WORKEROUTPUT_KEY] = state.manifest
     if state is not None and workeroutput is not None:
         from ..calls import take_attempts, take_unattributed

@@ -223,12 +223,15 @@ class Controller:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.nodeid.startswith("ctxbench::"):  # report.verdicts.VERDICT_PREFIX
-            from ..report.verdicts import is_verdict
-
-            if is_verdict(report.nodeid):
-                return  # our own verdicts, logged by finish()
         payload = read_payload(report)
+        if payload is None:
+            if report.passed:
+                return  # not a row, and nothing went wrong (most setups and teardowns)
+            if report.nodeid.startswith("ctxbench::"):  # report.verdicts.VERDICT_PREFIX
+                from ..report.verdicts import is_verdict
+
+                if is_verdict(report.nodeid):
+                    return  # our own verdicts (never with a payload), logged by finish()
         if payload is not None and self.on_first_payload is not None:
             first, self.on_first_payload = self.on_first_payload, None
             first()
