@@ -7,6 +7,12 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+#: what every inner run adds to its options (``PYTEST_ADDOPTS``): the installed pytest
+#: plugins that no inner run uses, blocked. A subprocess run that clears the
+#: ``PYTEST_*`` variables (so that the suite's own options do not reach it) sets it
+#: to this.
+INNER_ADDOPTS = "-p no:hypothesispytest -p no:anyio"
+
 SYSTEMS_PY = '''
 class Echo:
     """Answers with the gold answer: every example passes."""
