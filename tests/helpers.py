@@ -63,6 +63,19 @@ def make_echo():
 '''
 
 
+def inner_env() -> dict[str, str]:
+    """This process's environment for a pytest subprocess started without pytester:
+    :data:`INNER_ADDOPTS` added to ``PYTEST_ADDOPTS`` (a module-scoped fixture runs
+    before the autouse fixture that adds it for each test)."""
+    import os
+
+    env = dict(os.environ)
+    opts = env.get("PYTEST_ADDOPTS", "")
+    if INNER_ADDOPTS not in opts:
+        env["PYTEST_ADDOPTS"] = f"{opts} {INNER_ADDOPTS}".strip()
+    return env
+
+
 def qa_lines(n: int = 6) -> str:
     rows = [
         {
