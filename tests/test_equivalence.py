@@ -712,23 +712,30 @@ def reference_of(
     shared: Path | None,
     make: Callable[[], dict[str, Any]],
 ) -> dict[str, Any]:
-    """The reference report of ``key`` (entry, Systems, reference mode): made once
-    by ``make`` (which checks it), by whichever test of the session asks first; the
-    others (on any worker) wait for it and read it."""
+    """The reference report of ``key`` (entry, Systems, reference mode): made by
+    ``make`` (which checks it) once per process, and under xdist read by a worker
+    that asks after another one has made it. A worker that asks while the other is
+    making it makes its own (never idle while waiting for it)."""
     if key in _REFERENCES:
         return _REFERENCES[key]
     if shared is None:
         _REFERENCES[key] = make()
         return _REFERENCES[key]
     name = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
-    with open(shared / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        path = shared / f"{name}.json"
+    path = shared / f"{name}.json"
+    with open(shared / f"{name}.lock", "w") as lock:  # the lock ends with the file
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # the other worker is making it
+            _REFERENCES[key] = make()
+            return _REFERENCES[key]
         if path.exists():
             doc = read_json(path)
         else:
             doc = make()
-            path.write_text(json.dumps(doc), encoding="utf-8")
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(doc), encoding="utf-8")
+            tmp.replace(path)
     _REFERENCES[key] = doc
     return doc
 
