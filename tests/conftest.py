@@ -90,30 +90,9 @@ def pytest_configure(config: pytest.Config) -> None:
 _INNER_RUN_MODULES = frozenset({"test_docs.py", "test_example_project.py"})
 
 
-@pytest.hookimpl(trylast=True)  # the order: after pytest's own (by fixture scope)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests that run pytest itself (``inner_run``): the slow part of the
-    suite, and the only part that tests the plugin inside a pytest run. The slowest
-    modules first (:data:`SLOW_MODULES`), each module's tests in their order."""
+    suite, and the only part that tests the plugin inside a pytest run."""
     for item in items:
         if "pytester" in getattr(item, "fixturenames", ()) or item.path.name in _INNER_RUN_MODULES:
             item.add_marker(pytest.mark.inner_run)
-    rank = {name: i for i, name in enumerate(SLOW_MODULES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_MODULES)))  # stable
-
-
-#: The modules that take longest (the sum of their tests' durations, slowest first;
-#: measured with ``--durations=0``): they run first. xdist's ``--dist load`` hands
-#: the tests out in collection order, so slow tests collected last would be the run's
-#: tail, one worker busy while the other has nothing left; run first, the fast
-#: modules after them fill the gaps. A module not listed keeps its place after them.
-SLOW_MODULES = (
-    "test_equivalence.py", "test_concurrency.py", "test_plugin_cache.py", "test_docs.py",
-    "test_replay_network.py", "test_sandbox_isolation.py", "test_plugin_faults.py",
-    "test_no_silent_green.py", "test_status_line.py", "test_sandbox_conformance.py",
-    "test_sandbox_lifecycle.py", "test_bad_network.py", "test_thread_calls.py",
-    "test_hardening_outputs.py", "test_plugin_llm.py", "test_example_project.py",
-    "test_streams.py", "test_money_recheck.py", "test_ifeval.py", "test_hardening_secrets.py",
-    "test_hardening_inputs.py", "test_llm_cache.py", "test_plugin_judges.py",
-    "test_money_baseline.py", "test_views_html.py", "test_plugin_datasets.py", "test_merge.py",
-)
