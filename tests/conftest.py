@@ -6,7 +6,7 @@ import httpcore  # noqa: F401  (see below)
 import pytest
 
 from browser import browser  # noqa: F401 (the headless Chromium fixture)
-from helpers import SYSTEMS_PY, qa_lines
+from helpers import INNER_ADDOPTS, SYSTEMS_PY, qa_lines
 
 pytest_plugins = ["pytester"]
 
@@ -20,9 +20,7 @@ pytest_plugins = ["pytester"]
 # rows, summary and gates in all three (the syrupy / pytest-cov pattern).
 MODES = {"inprocess": [], "xdist0": ["-n", "0"], "xdist2": ["-n", "2"]}
 
-#: what every inner run adds to its options (``PYTEST_ADDOPTS``): the installed pytest
-#: plugins that no inner run uses, blocked.
-INNER_ADDOPTS = "-p no:hypothesispytest -p no:anyio"
+# INNER_ADDOPTS (helpers.py): what every inner run adds to its options.
 
 
 @pytest.fixture(autouse=True)

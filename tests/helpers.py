@@ -7,6 +7,12 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+#: what every inner run adds to its options (``PYTEST_ADDOPTS``): the installed pytest
+#: plugins that no inner run uses, blocked. A subprocess run that clears the
+#: ``PYTEST_*`` variables (so that the suite's own options do not reach it) sets it
+#: to this.
+INNER_ADDOPTS = "-p no:hypothesispytest -p no:anyio"
+
 SYSTEMS_PY = '''
 class Echo:
     """Answers with the gold answer: every example passes."""
@@ -55,6 +61,19 @@ class Nameless:
 def make_echo():
     return Echo()
 '''
+
+
+def inner_env() -> dict[str, str]:
+    """This process's environment for a pytest subprocess started without pytester:
+    :data:`INNER_ADDOPTS` added to ``PYTEST_ADDOPTS`` (a module-scoped fixture runs
+    before the autouse fixture that adds it for each test)."""
+    import os
+
+    env = dict(os.environ)
+    opts = env.get("PYTEST_ADDOPTS", "")
+    if INNER_ADDOPTS not in opts:
+        env["PYTEST_ADDOPTS"] = f"{opts} {INNER_ADDOPTS}".strip()
+    return env
 
 
 def qa_lines(n: int = 6) -> str:

@@ -265,7 +265,8 @@ def test_a_cut_stream_is_the_rows_error_and_is_sent_again_next_run(
     with FakeLLM(handler=answer) as llm:
         pytester.makeconftest(SDK_SYSTEM.replace("{url}", llm.base_url))
         args = ["--ctxbench-dataset=qa.jsonl", f"--ctxbench-json={out}"]
-        first = pytester.runpytest_subprocess(*args)
+        # (native tracebacks: the error row's long one would parse the SDK's modules)
+        first = pytester.runpytest_subprocess(*args, "--tb=native")
         doc = json.loads(out.read_text())
         second = pytester.runpytest_subprocess(*args)
         again = json.loads(out.read_text())

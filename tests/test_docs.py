@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import INNER_ADDOPTS
 from sybil import Region, Sybil
 from sybil.example import SybilFailure
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
@@ -211,6 +212,7 @@ def _run_transcript(example: Any) -> str | None:
 
 def run_pytest(command: str, folder: Path) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS  # the plugins no run uses, not loaded
     env["COLUMNS"] = "80"
     done = subprocess.run(
         [
@@ -235,16 +237,27 @@ DOCS = Sybil(
 )
 
 
+@pytest.fixture(scope="session")
+def quickstart_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The JSON report of the quickstart's project, run once for the pages that read
+    it (``report.json``): they only read it."""
+    project = quickstart_project(tmp_path_factory.mktemp("quickstart-report"))
+    run_pytest(
+        "pytest -q --ctxbench-dataset=data/qa.jsonl --ctxbench-system=mysystems:reader"
+        " --ctxbench-system=mysystems:trimmer"
+        " --ctxbench-json=report.json",
+        project,
+    )
+    return project / "report.json"
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_page_runs(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_runs(
+    page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
     project = quickstart_project(tmp_path)
     if "report.json" in page.read_text(encoding="utf-8"):
-        run_pytest(
-            "pytest -q --ctxbench-dataset=data/qa.jsonl --ctxbench-system=mysystems:reader"
-            " --ctxbench-system=mysystems:trimmer"
-            " --ctxbench-json=report.json",
-            project,
-        )
+        shutil.copy(request.getfixturevalue("quickstart_report"), project / "report.json")
     monkeypatch.chdir(project)
     monkeypatch.syspath_prepend(str(project))
     for name in ("mysystems", "conftest", "test_bench"):
@@ -285,6 +298,7 @@ def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
         k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))
     }
     env.pop("LOCAL_LLM_PORT", None)
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     env["COLUMNS"] = "80"
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"],

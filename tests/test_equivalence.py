@@ -41,10 +41,13 @@ which an inline run would import inside pytester's ``sys.modules`` snapshot, and
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import os
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -681,7 +684,60 @@ def check_agent_row(r: dict[str, Any]) -> None:
                              "step 4: the assistant made 1 tool call"), r
 
 
+def check_requests(endpoints: dict[str, Endpoint], mode: Mode, systems: tuple[str, ...]) -> None:
+    """Each call made once per example, origin and trial (none at all on replay)."""
+    if mode.requests is not None:
+        for system in systems:
+            assert len(endpoints[system].requests) == mode.requests * N * 3, system
+
+
 _REFERENCES: dict[tuple[str, tuple[str, ...], str], dict[str, Any]] = {}
+
+
+@pytest.fixture(scope="session")
+def shared_references(tmp_path_factory: pytest.TempPathFactory) -> Path | None:
+    """Under xdist, the folder where the workers share the reference runs (one run
+    of each reference for the whole session, not one per worker); else ``None``
+    (:data:`_REFERENCES` is the session's)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        return None
+    folder = tmp_path_factory.getbasetemp().parent / f"equivalence-references-{run}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def reference_of(
+    key: tuple[str, tuple[str, ...], str],
+    shared: Path | None,
+    make: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
+    """The reference report of ``key`` (entry, Systems, reference mode): made by
+    ``make`` (which checks it) once per process, and under xdist read by a worker
+    that asks after another one has made it. A worker that asks while the other is
+    making it makes its own (never idle while waiting for it)."""
+    if key in _REFERENCES:
+        return _REFERENCES[key]
+    if shared is None:
+        _REFERENCES[key] = make()
+        return _REFERENCES[key]
+    name = hashlib.sha256(json.dumps(key).encode()).hexdigest()[:16]
+    path = shared / f"{name}.json"
+    with open(shared / f"{name}.lock", "w") as lock:  # the lock ends with the file
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # the other worker is making it
+            _REFERENCES[key] = make()
+            return _REFERENCES[key]
+        if path.exists():
+            doc = read_json(path)
+        else:
+            doc = make()
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(doc), encoding="utf-8")
+            tmp.replace(path)
+    _REFERENCES[key] = doc
+    return doc
 
 
 def _cases() -> Iterator[Any]:
@@ -703,6 +759,7 @@ def _cases() -> Iterator[Any]:
 def test_every_mode_gives_the_reference_answer(
     pytester: pytest.Pytester,
     endpoints: dict[str, Endpoint],
+    shared_references: Path | None,
     mode_name: str,
     entry: str,
     systems: tuple[str, ...],
@@ -711,25 +768,28 @@ def test_every_mode_gives_the_reference_answer(
     base = _project(pytester, endpoints, entry, systems)
     trials = 3 if "--ctxbench-repeat=3" in mode.args else 1
     key = (entry, systems, mode.reference)
-    if mode_name != mode.reference and key not in _REFERENCES:
+
+    def make_reference() -> dict[str, Any]:
         reference = MODES[mode.reference]
         doc = run_mode(pytester, endpoints, reference, base, f"ref-{mode.reference}")
         check_reference(doc, systems, trials)
-        _REFERENCES[key] = doc
+        check_requests(endpoints, reference, systems)
+        return doc
+
+    if mode_name == mode.reference:
+        # The reference mode's own case: its run is checked (and shared, when no
+        # other case made it first; a case that did checked it the same way).
+        got = reference_of(key, shared_references, make_reference)
+        assert got["rows"], got
+        return
+    reference = reference_of(key, shared_references, make_reference)
     got = run_mode(pytester, endpoints, mode, base, mode_name)
     if mode.replay:
         # Nothing was sent: every call record is a cache hit.
         caches = {c["cache"] for r in got["rows"] for c in r.get("calls", [])}
         assert caches == {"hit"}, caches
-    if mode.requests is not None:
-        # Each call made once per example, origin and trial (none at all on replay).
-        for system in systems:
-            assert len(endpoints[system].requests) == mode.requests * N * 3, system
-    if mode_name == mode.reference:
-        check_reference(got, systems, trials)
-        _REFERENCES[key] = got
-        return
-    assert normal(got, trials=trials > 1) == normal(_REFERENCES[key], trials=trials > 1)
+    check_requests(endpoints, mode, systems)
+    assert normal(got, trials=trials > 1) == normal(reference, trials=trials > 1)
 
 
 # --- adaptive trials ------------------------------------------------------------------
@@ -941,7 +1001,7 @@ def test_judges_every_mode_gives_the_same_answer(
 
 
 def test_a_rescored_report_equals_the_run(
-    pytester: pytest.Pytester, endpoints: dict[str, Endpoint]
+    pytester: pytest.Pytester, endpoints: dict[str, Endpoint], shared_references: Path | None
 ) -> None:
     """``ctxbench rescore`` of the serial run's report, by the evaluators the run
     wired (no --evaluator), is that run: the same rows, details, call records,
@@ -949,11 +1009,12 @@ def test_a_rescored_report_equals_the_run(
     F1, assertions with tool calls, an agent's trajectory and budgets)."""
     systems = tuple(SYSTEMS)
     base = _project(pytester, endpoints, "cli", systems)
-    key = ("cli", systems, "serial")
-    reference = _REFERENCES.get(key)
-    if reference is None:
-        reference = run_mode(pytester, endpoints, MODES["serial"], base, "ref-serial")
-        check_reference(reference, systems, 1)
+    def make_reference() -> dict[str, Any]:
+        doc = run_mode(pytester, endpoints, MODES["serial"], base, "ref-serial")
+        check_reference(doc, systems, 1)
+        return doc
+
+    reference = reference_of(("cli", systems, "serial"), shared_references, make_reference)
     source = pytester.path / "ref.json"
     source.write_text(json.dumps(reference), encoding="utf-8")
     requests = {name: len(server.requests) for name, server in endpoints.items()}

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers import INNER_ADDOPTS
 
 from pytest_context_bench.tokens import count_tokens
 
@@ -38,7 +39,7 @@ def run(project: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"],
         cwd=project,
-        env={**base, **env},
+        env={**base, "PYTEST_ADDOPTS": INNER_ADDOPTS, **env},
         capture_output=True,
         check=False,
         text=True,
@@ -129,6 +130,7 @@ def test_structured_output_and_the_tool_calling_agent_are_gated(example: Path) -
     common = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q",
               "-o", "ctxbench_dataset=", "-o", "ctxbench_baseline=", "-o", "ctxbench_max_drop="]
     base = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_", "LOCAL_LLM_"))}
+    base["PYTEST_ADDOPTS"] = INNER_ADDOPTS  # the plugins no run uses, not loaded
     args = [*common, "test_agent.py", "--ctxbench-json=agent.json"]
     structured = [*common, "test_structured.py", "--ctxbench-json=orders.json"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import qa_lines, read_json
+from helpers import INNER_ADDOPTS, qa_lines, read_json
 
 from pytest_context_bench.baseline import load_baseline
 from pytest_context_bench.cli import main
@@ -67,6 +67,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for k, v in os.environ.items()
         if k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")
     }
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     env["CTXBENCH_CACHE_DIR"] = str(root / "cache")
     env["PYTHONPATH"] = os.pathsep.join(
         [str(root), *filter(None, [env.get("PYTHONPATH")])]

@@ -12,7 +12,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from helpers import SYSTEMS_PY, qa_lines, read_json, strip_timings
+from helpers import SYSTEMS_PY, inner_env, qa_lines, read_json, strip_timings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,6 +51,7 @@ def _pytest(cwd: Path, *args: str) -> int:
     return subprocess.run(
         [sys.executable, "-m", "pytest", *BASE, *args],
         cwd=cwd,
+        env=inner_env(),
         capture_output=True,
         check=False,
     ).returncode
@@ -81,6 +82,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--ctxbench-save-baseline=base.json",
         ],
         cwd=d,
+        env=inner_env(),
         capture_output=True,
         check=True,
     )
@@ -467,6 +469,7 @@ def test_merged_baseline_is_the_unsharded_baseline(
             f"--ctxbench-save-baseline={tmp_path / 'u.json'}",
         ],
         cwd=runs,
+        env=inner_env(),
         capture_output=True,
         check=False,  # exit 1: mixed raises on q-5
     )
@@ -596,7 +599,8 @@ def test_merge_applies_the_money_gates(tmp_path: Path) -> None:
         run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         ds = ["--ctxbench-dataset=qa.jsonl"]
         subprocess.run(
-            [*run, *ds, *common, "--ctxbench-json=full.json"], cwd=tmp_path, check=False
+            [*run, *ds, *common, "--ctxbench-json=full.json"], cwd=tmp_path, check=False,
+            env=inner_env(),
         )
         for i in (1, 2):
             subprocess.run(
@@ -609,6 +613,7 @@ def test_merge_applies_the_money_gates(tmp_path: Path) -> None:
                 ],
                 cwd=tmp_path,
                 check=False,
+                env=inner_env(),
             )
     full = read_json(tmp_path / "full.json")
     money = full["summary"]["local"]["total_cost_usd"]

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
-from helpers import qa_lines, read_json, sigint_default
+from helpers import INNER_ADDOPTS, qa_lines, read_json, sigint_default
 
 from pytest_context_bench.baseline import load_baseline
 from pytest_context_bench.cli import main
@@ -269,6 +269,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "qa.jsonl").write_text(qa_lines(N))
     (root / "priced.py").write_text(PRICED_PY)
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", "PYTEST_ADDOPTS")}
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
     env["PYTHONPATH"] = os.pathsep.join([str(root), *filter(None, [env.get("PYTHONPATH")])])
     run = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
            "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=priced:priced",

@@ -31,14 +31,31 @@ CRASH_GATES = [
 def test_gate_of_a_run_whose_every_example_crashed_fails(project: pytest.Pytester) -> None:
     """Every gate set in one run (one verdict asserted per gate), the crashing System
     beside one that is scored: each gate of the System with no row fails, each of the
-    scored one passes. (One run of 6 crashes: xdist replaces at most 8 workers.)"""
+    scored one passes. (One run of 6 crashes: xdist replaces at most 8 workers.)
+
+    The same run compares the crashing System with a baseline where it scored (a
+    System of the same name that answers right): the crashed examples are WorkerCrashed
+    error rows (issue 15), compared with the baseline's, and the drop they make fails
+    the max-drop gate."""
     project.makepyfile(crash=CRASH_PY)
+    project.makepyfile(
+        scored="from systems import Echo\n\nclass Scored(Echo):\n    name = 'crash'\n\ncrash = Scored()\n"
+    )
+    saved = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=scored:crash",
+        "--ctxbench-save-baseline=base.json",
+    )
+    assert saved.ret == 0, saved.stdout.str()
     result = project.runpytest(
         "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
         "--ctxbench-system=crash:crash", *(option for option, _, _ in CRASH_GATES),
+        "--ctxbench-baseline=base.json", "--ctxbench-max-drop=pass_rate:0.02",
         "--ctxbench-json=out.json", "-n", "2",
     )
     assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        ["FAILED ctxbench::max_drop[[]crash:pass_rate[]] - gate breached: crash: pass_rate: now 0, baseline 1*"]
+    )
     # The manifest places every crashed example: each is a WorkerCrashed error row
     # (issue 15), so the gate measures them (pass rate 0, error rate 1, ...) and fails.
     for _, gate, metric in CRASH_GATES:
@@ -90,25 +107,8 @@ def test_gate_with_no_example_selected_fails(project: pytest.Pytester) -> None:
     assert [g["passed"] for g in read_json(project.path / "out.json")["gates"]] == [False]
 
 
-def test_max_drop_gate_with_every_example_crashed_fails(project: pytest.Pytester) -> None:
-    project.makepyfile(crash=CRASH_PY)
-    saved = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo",
-        "--ctxbench-save-baseline=base.json",
-    )
-    assert saved.ret == 0
-    project.makepyfile(crash=CRASH_PY.replace('"crash"', '"echo"'))
-    result = project.runpytest(
-        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=crash:crash",
-        "--ctxbench-baseline=base.json", "--ctxbench-max-drop=pass_rate:0.02", "-n", "2",
-    )
-    assert result.ret == 1
-    # The crashed examples are WorkerCrashed error rows (issue 15): they are compared
-    # with the baseline's, and the drop they make fails the max-drop gate.
-    result.stdout.fnmatch_lines(["echo: 0 of 6 expected rows arrived; lost (counted as errors):*"])
-    result.stdout.fnmatch_lines(
-        ["FAILED ctxbench::max_drop[[]echo:pass_rate[]] - gate breached: echo: pass_rate: now 0, baseline 1*"]
-    )
+# The max-drop gate of a run whose every example crashed: in
+# test_gate_of_a_run_whose_every_example_crashed_fails (the same -n 2 run of 6 crashes).
 
 
 def test_max_drop_gate_with_no_example_selected_fails(project: pytest.Pytester) -> None:

@@ -7,10 +7,16 @@ pytester's sys.modules snapshot).
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from helpers import INNER_ADDOPTS
 
 from pytest_context_bench.testing import FakeLLM, Reply
 
@@ -65,6 +71,37 @@ def cached_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     pytester.makefile(".jsonl", qa=_rows(30))
     return pytester
+
+
+@pytest.fixture(scope="module")
+def recorded_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The LLM cache folder left by one plain run (``once``: every call sent and
+    stored) of the 30-example project, as :func:`_run` runs it. The tests whose first
+    step is that run start from a copy of it (:func:`_recorded`): the cache key
+    leaves a loopback port out, so their own server's requests find its entries."""
+    root = tmp_path_factory.mktemp("recorded-cache")
+    (root / "qa.jsonl").write_text(_rows(30))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "GITHUB_STEP_SUMMARY"}
+    env.update(OPENAI_API_KEY=KEY, PYTEST_ADDOPTS=INNER_ADDOPTS, HOME=str(root), PY_COLORS="0",
+               CTXBENCH_CACHE_DIR=str(root / "datasets"))
+    with FakeLLM(handler=_handler) as llm:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:randomly", "--ctxbench-dataset=qa.jsonl",
+             f"--ctxbench-proxy={llm.base_url}", "--ctxbench-proxy-name=local", "--ctxbench-model=m"],
+            cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert len(llm.requests) == 30
+    folder = root / ".pytest_cache" / "d" / "ctxbench"
+    assert (folder / "llm-cache.sqlite3").is_file()
+    return folder
+
+
+def _recorded(pytester: pytest.Pytester, recorded_cache: Path) -> Path:
+    """The project's cache: a copy of :func:`recorded_cache` (its 30 entries)."""
+    folder = pytester.path / ".pytest_cache" / "d" / "ctxbench"
+    shutil.copytree(recorded_cache, folder)
+    return folder / "llm-cache.sqlite3"
 
 
 def test_second_run_replays_everything_with_identical_scores(cached_project: pytest.Pytester) -> None:
@@ -125,12 +162,14 @@ def test_concurrent_workers_lose_no_entry(cached_project: pytest.Pytester) -> No
     conn.close()
 
 
-def test_replay_with_one_changed_prompt_errors_exactly_that_example(cached_project: pytest.Pytester) -> None:
+def test_replay_with_one_changed_prompt_errors_exactly_that_example(
+    cached_project: pytest.Pytester, recorded_cache: Path
+) -> None:
+    _recorded(cached_project, recorded_cache)  # the 30 questions' replies
     with FakeLLM(handler=_handler) as llm:
-        assert _run(cached_project, llm).ret == 0
         cached_project.makefile(".jsonl", qa=_rows(30, changed=7))
         result = _run(cached_project, llm, "--ctxbench-cache=replay")
-        assert len(llm.requests) == 30  # nothing sent in replay
+        assert len(llm.requests) == 0  # nothing sent in replay
     doc = _doc(cached_project)
     errors = {r["example_id"]: r["error"] for r in doc["rows"] if r["error"]}
     assert list(errors) == ["q-7"]
@@ -150,13 +189,13 @@ def test_last_failed_after_a_cached_run_calls_nothing(cached_project: pytest.Pyt
     rerun.stdout.fnmatch_lines(["LLM cache once*: 10 hits, 0 misses, 0 calls sent*"])
 
 
-def test_refresh_and_off_call_again(cached_project: pytest.Pytester) -> None:
+def test_refresh_and_off_call_again(cached_project: pytest.Pytester, recorded_cache: Path) -> None:
+    _recorded(cached_project, recorded_cache)  # every reply cached: neither mode uses it
     with FakeLLM(handler=_handler) as llm:
-        _run(cached_project, llm)
         _run(cached_project, llm, "--ctxbench-cache=refresh")
-        assert len(llm.requests) == 60
+        assert len(llm.requests) == 30
         off = _run(cached_project, llm, "--ctxbench-cache=off")
-        assert len(llm.requests) == 90
+        assert len(llm.requests) == 60
     off.stdout.fnmatch_lines(["LLM cache off: 0 hits, 30 misses, 30 calls sent; saved 0 tokens"])
 
 
@@ -266,11 +305,10 @@ def test_a_reply_with_nan_usage_is_that_examples_error_row(cached_project: pytes
 
 
 def test_a_cached_reply_poisoned_with_nan_usage_is_an_error_row_on_replay(
-    cached_project: pytest.Pytester,
+    cached_project: pytest.Pytester, recorded_cache: Path
 ) -> None:
+    path = _recorded(cached_project, recorded_cache)
     with FakeLLM(handler=_handler) as llm:
-        assert _run(cached_project, llm).ret == 0
-        path = cached_project.path / ".pytest_cache" / "d" / "ctxbench" / "llm-cache.sqlite3"
         with sqlite3.connect(path) as conn:
             rows = conn.execute("SELECT key, body FROM entries").fetchall()
             poisoned = 0
@@ -284,7 +322,7 @@ def test_a_cached_reply_poisoned_with_nan_usage_is_an_error_row_on_replay(
         conn.close()
         assert poisoned == 1
         replay = _run(cached_project, llm, "--ctxbench-cache=replay", "--ctxbench-price=m=1/1")
-        assert len(llm.requests) == 30  # replay sends nothing
+        assert len(llm.requests) == 0  # replay sends nothing
     assert replay.ret == 1
     doc = _doc(cached_project)
     errors = {r["example_id"]: r["error"]["message"] for r in doc["rows"] if r["error"]}
@@ -292,15 +330,14 @@ def test_a_cached_reply_poisoned_with_nan_usage_is_an_error_row_on_replay(
     assert "reports usage.completion_tokens = nan" in errors["q-7"]
 
 
-def test_newer_schema_cache_is_left_alone(cached_project: pytest.Pytester) -> None:
+def test_newer_schema_cache_is_left_alone(cached_project: pytest.Pytester, recorded_cache: Path) -> None:
+    path = _recorded(cached_project, recorded_cache)
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA user_version = 7")
+    conn.close()
     with FakeLLM(handler=_handler) as llm:
-        _run(cached_project, llm)
-        path = cached_project.path / ".pytest_cache" / "d" / "ctxbench" / "llm-cache.sqlite3"
-        with sqlite3.connect(path) as conn:
-            conn.execute("PRAGMA user_version = 7")
-        conn.close()
         result = _run(cached_project, llm)
-        assert len(llm.requests) == 60
+        assert len(llm.requests) == 30  # none of its 30 entries used
     result.stdout.fnmatch_lines(["*was written by a newer pytest-context-bench (cache schema 7*"])
 
 

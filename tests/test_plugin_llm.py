@@ -82,10 +82,11 @@ def test_unreachable_endpoint_is_an_error_of_each_example_naming_the_url(pyteste
     pytester.makefile(".jsonl", qa='{"id": 1, "question": "q?", "answer": "a"}\n')
     with FakeLLM() as llm:
         url = llm.base_url
-    # The server is stopped: connections are refused.
+    # The server is stopped: connections are refused. One retry (a refused connection
+    # is retried; the default 3 back off 1 + 2 + 4 s, waited out for nothing here).
     result = pytester.runpytest_subprocess(
         "--ctxbench-dataset=qa.jsonl", f"--ctxbench-proxy={url}", "--ctxbench-proxy-name=gone",
-        "--ctxbench-model=m",
+        "--ctxbench-model=m", "--ctxbench-proxy-retries=1",
     )
     assert result.ret == 1
     result.assert_outcomes(errors=1)

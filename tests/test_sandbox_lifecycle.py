@@ -82,6 +82,17 @@ def _survivors(seen: dict[int, tuple[int, str, int, int]]) -> list[int]:
     return out
 
 
+def _survivors_after(seen: dict[int, tuple[int, str, int, int]], seconds: float = 2.0) -> list[int]:
+    """The processes of ``seen`` still running ``seconds`` from now: polled, so that
+    a tree gone sooner is known sooner (the bound is the same as sleeping it out)."""
+    end = time.monotonic() + seconds
+    left = _survivors(seen)
+    while left and time.monotonic() < end:
+        time.sleep(0.05)
+        left = _survivors(seen)
+    return left
+
+
 @pytest.fixture
 def code_project(pytester: pytest.Pytester) -> pytest.Pytester:
     lines = [
@@ -153,8 +164,7 @@ def test_no_process_outlives_the_run(
         end = time.monotonic() + 60
         while _survivors({p: seen[p] for p in workers}) and time.monotonic() < end:
             time.sleep(0.2)
-        time.sleep(2)
-        left = _survivors(seen)
+        left = _survivors_after(seen, 2)
         assert left == [], [(p, _cmdline(p)[-60:]) for p in left]
     finally:
         if proc.poll() is None:
@@ -197,8 +207,7 @@ def test_sandbox_dies_with_a_killed_caller(tmp_path: Path, namespaces: bool) -> 
             pytest.fail("the program never started looping")
         proc.kill()
         proc.wait(timeout=60)
-        time.sleep(2)
-        left = _survivors(seen)
+        left = _survivors_after(seen, 2)
         assert left == [], [(p, _cmdline(p)[-60:]) for p in left]
     finally:
         if proc.poll() is None:

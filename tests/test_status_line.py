@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import qa_lines
+from helpers import INNER_ADDOPTS, qa_lines
 
 from pytest_context_bench.plugin.running import Calls
 from pytest_context_bench.plugin.status import (
@@ -396,6 +396,7 @@ def _env() -> dict[str, str]:
         "PYTEST_CURRENT_TEST",
     ):
         env.pop(name, None)
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS  # (the suite's own options are not the run's)
     env["TERM"] = "xterm"
     return env
 
