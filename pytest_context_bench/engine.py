@@ -39,7 +39,7 @@ from .calls import (
     serving,
 )
 from .netguard import REFUSED_TYPE, watching
-from .tokens import DEFAULT_PROMPT_FIELDS, count_fields, get_tokenizer
+from .tokens import DEFAULT_PROMPT_FIELDS, count_field, get_tokenizer
 from .types import Evaluator, Metric
 
 __all__ = [
@@ -343,7 +343,7 @@ def score_processed(
     metadata: dict[str, Any] = {"score_field": score_field or "f1"}
     # Per field, so that a field the System passed through unchanged (the same
     # object, as in {**example, "response": ...}) is not tokenized twice.
-    input_counts = {f: count_fields(original, (f,), tok) for f in fields}
+    input_counts = {f: count_field(original.get(f), tok) for f in fields}
     input_tokens = sum(input_counts.values())
     output_tokens = 0
     scores: dict[str, float] = {}
@@ -364,7 +364,7 @@ def score_processed(
                 output_tokens = sum(
                     input_counts[f]
                     if processed.get(f) is original.get(f)
-                    else count_fields(processed, (f,), tok)
+                    else count_field(processed.get(f), tok)
                     for f in fields
                 )
         except Exception as exc:

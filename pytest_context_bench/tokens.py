@@ -297,6 +297,16 @@ def _text_of(value: Any) -> Iterable[str]:
             yield from _text_of(item)
 
 
+def count_field(value: Any, tokenizer: Callable[[str], int]) -> int:
+    """Tokens in one field's value, as :func:`count_fields` counts it (a string
+    directly: the common case, on every example's path)."""
+    if type(value) is str:
+        return tokenizer(value) if value else 0
+    if value is None:
+        return 0
+    return sum(tokenizer(text) for text in _text_of(value) if text)
+
+
 def count_fields(
     example: dict[str, Any],
     fields: Iterable[str] = DEFAULT_PROMPT_FIELDS,
@@ -308,12 +318,4 @@ def count_fields(
     counts each turn's content. Absent fields count 0.
     """
     tok = tokenizer or get_tokenizer()
-    total = 0
-    for name in fields:
-        value = example.get(name)
-        if value is None:
-            continue
-        for text in _text_of(value):
-            if text:
-                total += tok(text)
-    return total
+    return sum(count_field(example.get(name), tok) for name in fields)
