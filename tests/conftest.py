@@ -6,7 +6,7 @@ import httpcore  # noqa: F401  (see below)
 import pytest
 
 from browser import browser  # noqa: F401 (the headless Chromium fixture)
-from helpers import INNER_ADDOPTS, SYSTEMS_PY, qa_lines
+from helpers import INNER_ADDOPTS, SYSTEMS_PY, ExampleRun, example_run, qa_lines
 
 pytest_plugins = ["pytester"]
 
@@ -76,6 +76,15 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+
+@pytest.fixture(scope="session", name="example_run")
+def _example_run(tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
+    """The example project's ``pytest -n 2`` (helpers.example_run): one run for the
+    session, shared by the xdist workers through a folder beside their basetemps."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        return example_run(tmp_path_factory.mktemp("example-run"))
+    return example_run(tmp_path_factory.getbasetemp().parent / f"example-run-{run}")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +134,95 @@ def sigint_default() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+#: the example project of the repository (example_project/)
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+
+
+def copy_example(to: Path, source: Path = EXAMPLE) -> Path:
+    """A copy of the example project (``source``: the repository's, or a run's) in
+    ``to``/example_project, without the repository's own report and caches (a
+    run's LLM cache, under .pytest_cache, is kept when ``source`` is a run's)."""
+    import shutil
+
+    project = to / "example_project"
+    ignore = ["__pycache__"]
+    if source == EXAMPLE:
+        ignore += ["ctxbench-report.json", ".pytest_cache"]
+    shutil.copytree(source, project, ignore=shutil.ignore_patterns(*ignore))
+    return project
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    """``pytest -n 2`` in a copy of the example project, as its README shows it."""
+
+    #: the project after the run: its JSON report (ctxbench-report.json) and its LLM
+    #: cache (.pytest_cache/d/ctxbench); read only (copy it to change it)
+    project: Path
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+_EXAMPLE_RUNS: dict[str, ExampleRun] = {}
+
+
+def example_run(folder: Path) -> ExampleRun:
+    """The example project's ``pytest -n 2``, run once for the tests that read it
+    (test_docs shows its output, test_example_project reads its report and replays
+    its cache): once per process, and under xdist once for both workers, in
+    ``folder`` (shared by them). A worker that asks while the other is running it
+    waits for it: the run is itself two xdist workers, which fill the machine's two
+    cores, so that a second run beside it would make both take twice as long."""
+    import fcntl
+
+    if "run" in _EXAMPLE_RUNS:
+        return _EXAMPLE_RUNS["run"]
+    folder.mkdir(parents=True, exist_ok=True)
+    done = folder / "run.json"
+    with open(folder / "run.lock", "w") as lock:  # the lock ends with the file
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (released if its holder dies)
+        if done.exists():
+            run = ExampleRun(**{**read_json(done), "project": folder / "example_project"})
+        else:
+            run = _run_example(folder)
+            tmp = done.with_suffix(".tmp")
+            tmp.write_text(
+                json.dumps({"returncode": run.returncode, "stdout": run.stdout, "stderr": run.stderr}),
+                encoding="utf-8",
+            )
+            tmp.replace(done)
+    _EXAMPLE_RUNS["run"] = run
+    return run
+
+
+def _run_example(folder: Path) -> ExampleRun:
+    import os
+    import subprocess
+    import sys
+
+    project = copy_example(folder)
+    # The user's environment minus what would point the run elsewhere (a real
+    # endpoint, a port, the suite's own pytest options, a step summary, the user's
+    # download cache: a session fixture runs before the autouse fixture that sets
+    # these for each test).
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST_", "OPENAI_", "LOCAL_LLM_"))
+        and k not in ("CTXBENCH_HUB", "CTXBENCH_SKIP_BAD_RECORDS", "GITHUB_STEP_SUMMARY")
+    }
+    env["CTXBENCH_CACHE_DIR"] = str(folder / "ctxcache")
+    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
+    env["COLUMNS"] = "80"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"],
+        cwd=project,
+        capture_output=True,
+        check=False,
+        text=True,
+        env=env,
+    )
+    return ExampleRun(project, done.returncode, done.stdout, done.stderr)

@@ -724,19 +724,6 @@ def test_judge_calls_count_against_the_same_budget(
     assert docs[0] == strip_timings(read_json(out))
 
 
-def test_rate_limit_runs(conc: pytest.Pytester, server: FakeLLM) -> None:
-    result = conc.runpytest_subprocess(
-        f"--ctxbench-proxy={server.base_url}",
-        "--ctxbench-dataset=qa.jsonl",
-        "--ctxbench-concurrency=4",
-        "--ctxbench-rate-limit=6000/min",
-        "-n",
-        "2",
-    )
-    result.assert_outcomes(passed=16)
-    assert server.max_in_flight <= 4
-
-
 # --- the async paths of the client, the proxy and the judges ------------------------
 
 
@@ -875,8 +862,17 @@ def test_ctrl_c_ends_the_run_even_with_a_call_that_never_returns(
     ],
 )
 def test_budget_and_rate_are_split_between_workers(
-    conc: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args, shares
+    conc: pytest.Pytester,
+    server: FakeLLM,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args,
+    shares,
 ) -> None:
+    """Each process's share of the budget and of the rate limit. Under -n 2 the
+    proxy runs too, its HTTP calls under the rate limit and never more than the
+    run's budget in flight at the endpoint (the -n 2 run of a rate-limited proxy
+    that was a test of its own, on the same project)."""
     marks = tmp_path / "marks"
     marks.mkdir()
     monkeypatch.setenv("CONC_DIR", str(marks))
@@ -884,16 +880,20 @@ def test_budget_and_rate_are_split_between_workers(
     # own (or none).
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    proxy = [f"--ctxbench-proxy={server.base_url}"] if args else []
     result = conc.runpytest_subprocess(
         *args,
         "--ctxbench-system=conc:limits",
+        *proxy,
         "--ctxbench-dataset=qa.jsonl",
         "--ctxbench-concurrency=5",
         "--ctxbench-rate-limit=720/min",
     )
-    result.assert_outcomes(passed=16)
+    result.assert_outcomes(passed=16 * (1 + len(proxy)))
     seen = {p.stem: json.loads(p.read_text()) for p in marks.glob("*.json")}
     assert {k: [v[0], pytest.approx(v[1])] for k, v in seen.items()} == shares
+    assert len(server.requests) == 16 * len(proxy)
+    assert server.max_in_flight <= 5
 
 
 class _Gate:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import INNER_ADDOPTS
+from helpers import INNER_ADDOPTS, ExampleRun
 from sybil import Region, Sybil
 from sybil.example import SybilFailure
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
@@ -285,31 +285,12 @@ _EXAMPLE_OUTPUT = re.compile(
 )
 
 
-def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
+def test_the_example_projects_output_is_the_one_shown(example_run: ExampleRun) -> None:
     """README.md, docs/reports.md and the example's README show `pytest -n 2` in
-    example_project: run it."""
-    project = tmp_path / "example_project"
-    shutil.copytree(
-        EXAMPLE,
-        project,
-        ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__", ".pytest_cache"),
-    )
-    env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENAI_"))
-    }
-    env.pop("LOCAL_LLM_PORT", None)
-    env["PYTEST_ADDOPTS"] = INNER_ADDOPTS
-    env["COLUMNS"] = "80"
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2"],
-        cwd=project,
-        capture_output=True,
-        check=False,
-        text=True,
-        env=env,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    got = normalise(done.stdout)
+    example_project: run it (the session's run, helpers.example_run, which
+    test_example_project reads too)."""
+    assert example_run.returncode == 0, example_run.stdout + example_run.stderr
+    got = normalise(example_run.stdout)
     for page in (
         ROOT / "README.md",
         ROOT / "docs" / "reports.md",
@@ -318,7 +299,7 @@ def test_the_example_projects_output_is_the_one_shown(tmp_path: Path) -> None:
         shown = _EXAMPLE_OUTPUT.findall(page.read_text(encoding="utf-8"))
         assert len(shown) == 1, page
         assert _contains(got, normalise(shown[0])), (
-            f"{page.name} shows:\n{shown[0]}\nthe run printed:\n{done.stdout}"
+            f"{page.name} shows:\n{shown[0]}\nthe run printed:\n{example_run.stdout}"
         )
 
 

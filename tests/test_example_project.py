@@ -4,7 +4,6 @@ its local model answers in OpenAI's wire format, through the official SDK."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -12,22 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import INNER_ADDOPTS
+from helpers import EXAMPLE, INNER_ADDOPTS, ExampleRun, copy_example
 
 from pytest_context_bench.tokens import count_tokens
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+#: the suites' names in the JSON report start with their file's
+STRUCTURED, AGENT = ("test_structured.py",), ("test_agent.py",)
 
 
 @pytest.fixture
 def example(tmp_path: Path) -> Path:
-    project = tmp_path / "example_project"
-    shutil.copytree(
-        EXAMPLE,
-        project,
-        ignore=shutil.ignore_patterns("ctxbench-report.json", "__pycache__", ".pytest_cache"),
-    )
-    return project
+    return copy_example(tmp_path)
 
 
 def run(project: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -111,7 +105,9 @@ def test_the_local_model_through_the_openai_sdk(
     assert full["api_usage"]["completion_tokens"] == count_tokens("Lima")
 
 
-def test_structured_output_and_the_tool_calling_agent_are_gated(example: Path) -> None:
+def test_structured_output_and_the_tool_calling_agent_are_gated(
+    example_run: ExampleRun, tmp_path: Path
+) -> None:
     """test_structured.py: the orders' replies pass their schema; an app whose reply
     breaks the schema (a status outside its enum) fails every example, and the run.
 
@@ -120,8 +116,10 @@ def test_structured_output_and_the_tool_calling_agent_are_gated(example: Path) -
     mode sends nothing and gives the same rows; a worse model (a script of the fake
     endpoint that looks up the wrong order) fails the gate.
 
-    The first run is both suites' (each suite's rows are checked): one process
-    fewer importing the SDK."""
+    The first run is the example project's whole `pytest -n 2` (the session's,
+    helpers.example_run, whose output test_docs compares with the README's): both
+    suites' rows are in its report, their calls in its LLM cache (``once``, the
+    default), which the replay reads in a copy of the project."""
     import json
 
     from pytest_context_bench.testing import FakeLLM, Script
@@ -134,17 +132,18 @@ def test_structured_output_and_the_tool_calling_agent_are_gated(example: Path) -
     args = [*common, "test_agent.py", "--ctxbench-json=agent.json"]
     structured = [*common, "test_structured.py", "--ctxbench-json=orders.json"]
 
-    def rows(name: str = "agent.json", prefix: str = "") -> dict[str, tuple]:
+    def rows(name: str = "agent.json", prefix: str = "", suites: tuple[str, ...] = ()) -> dict[str, tuple]:
         doc = json.loads((example / name).read_text())
         return {r["example_id"]: (r["status"], r["response"], r.get("tool_calls"), r["scores"])
-                for r in doc["rows"] if r["example_id"].startswith(prefix)}
+                for r in doc["rows"] if r["example_id"].startswith(prefix)
+                and (not suites or r["suite"].startswith(suites))}
 
-    both = [*common, "test_structured.py", "test_agent.py", "--ctxbench-json=agent.json"]
-    first = subprocess.run([*both, "--ctxbench-cache=once"], cwd=example, env=base, capture_output=True, text=True, check=False)
-    assert first.returncode == 0, first.stdout + first.stderr
+    assert example_run.returncode == 0, example_run.stdout + example_run.stderr
+    example = copy_example(tmp_path, example_run.project)  # (changed below)
+    first = "ctxbench-report.json"  # (the project's ctxbench_json)
     # the orders' replies pass their schema
-    assert [v[0] for v in rows(prefix="order-").values()] == ["pass"] * 4
-    once = {k: v for k, v in rows().items() if not k.startswith("order-")}
+    assert [v[0] for v in rows(first, prefix="order-", suites=STRUCTURED).values()] == ["pass"] * 4
+    once = rows(first, suites=AGENT)
     assert {k: v[0] for k, v in once.items()} == dict.fromkeys(("status-7", "status-12", "two-orders", "no-order"), "pass")
     assert once["two-orders"][2] == 'lookup_order({"order_id": 9}); lookup_order({"order_id": 30})'
     assert once["status-7"][3]["trajectory_match"] == 1.0
