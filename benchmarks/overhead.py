@@ -26,6 +26,7 @@ Run it from anywhere with the project's venv active:
     python benchmarks/overhead.py                # all four sections
     python benchmarks/overhead.py --only import,unused
     python benchmarks/overhead.py --only examples --xdist 2   # A/B under -n 2
+    python benchmarks/overhead.py --only examples --against DIR  # + B from another checkout
     python benchmarks/overhead.py --check        # exit 1 when a ratio is above target
     python benchmarks/overhead.py --only examples --profile b.prof   # profile B once
 
@@ -61,8 +62,6 @@ IMPORT_TARGET = 0.25
 UNUSED_TARGET = 1.05
 #: the plugin's memory growth per example against bare pytest's per item
 GROWTH_TARGET = 1.3
-#: the load average (1 min) at each round of 'examples'
-LOADS: list[float] = []
 
 # Runs pytest in-process and reports the peak RSS of this process (the pytest
 # process) and of its largest waited-for child (an xdist worker, under -n), in KiB.
@@ -172,6 +171,8 @@ class Variant:
     cpus: list[float] = field(default_factory=list)
     rss_self: list[int] = field(default_factory=list)
     rss_children: list[int] = field(default_factory=list)
+    #: a checkout to import pytest_context_bench from (``--against``), or None
+    pythonpath: str | None = None
 
     @property
     def rss_peak(self) -> list[int]:
@@ -204,7 +205,10 @@ def run_once(v: Variant, cwd: Path, common: list[str], n: int, record: bool = Tr
     cmd = [sys.executable, "-c", WRAPPER, *common, *v.args]
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), capture_output=True, text=True)
+    env = clean_env()
+    if v.pythonpath is not None:
+        env["PYTHONPATH"] = v.pythonpath
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
@@ -460,6 +464,14 @@ def bench_examples(args: argparse.Namespace) -> tuple[float, float]:
         bare_args = ["bare_noop.py"] + (["-p", "no:ctxbench"] if args.no_plugin_in_bare else [])
         a = Variant("A bare", bare_args, expect_summary=False)
         b = Variant("B ctxbench", B_ARGS, expect_summary=True)
+        variants = [a, b]
+        if args.against:
+            # The same run with another checkout's package first on sys.path (its
+            # source, as an editable install has it): this change against its parent.
+            variants.append(
+                Variant(f"C {args.against}", B_ARGS, expect_summary=True,
+                        pythonpath=str(Path(args.against).resolve()))
+            )
         print(
             f"examples: {args.n} examples, {args.repeat} rounds (+{args.warmup} warm-up),"
             f" xdist {'-n ' + str(args.xdist) if args.xdist else 'off'},"
@@ -467,21 +479,29 @@ def bench_examples(args: argparse.Namespace) -> tuple[float, float]:
         )
         print(f"common flags: {' '.join(common)}\n")
         for _ in range(args.warmup):
-            run_once(a, root, common, args.n, record=False)
-            run_once(b, root, common, args.n, record=False)
+            for v in variants:
+                run_once(v, root, common, args.n, record=False)
         for i in range(args.repeat):
-            # Alternate which goes first, so drift (thermal, page cache) hits both.
-            order = (a, b) if i % 2 == 0 else (b, a)
+            # Alternate the order, so drift (thermal, page cache) hits every variant.
+            order = variants if i % 2 == 0 else variants[::-1]
             LOADS.append(os.getloadavg()[0])
             for v in order:
                 run_once(v, root, common, args.n)
             print(
-                f"round {i + 1}: A {a.walls[-1]:.3f} s {mib(a.rss_peak[-1])}"
-                f" | B {b.walls[-1]:.3f} s {mib(b.rss_peak[-1])}",
+                f"round {i + 1}: "
+                + " | ".join(f"{v.name.split()[0]} {v.walls[-1]:.3f} s {mib(v.rss_peak[-1])}" for v in variants),
                 flush=True,
             )
         print()
         ratios = report(a, b, args.n, args.xdist)
+        for c in variants[2:]:
+            med = statistics.median
+            print(
+                f"{c.name}: wall {med(c.walls):.3f} s ({med(c.walls) / med(a.walls):.2f}x bare),"
+                f" cpu {med(c.cpus):.3f} s ({med(c.cpus) / med(a.cpus):.2f}x bare);"
+                f" this checkout against it: wall {med(b.walls) / med(c.walls):.2f}x,"
+                f" cpu {med(b.cpus) / med(c.cpus):.2f}x"
+            )
         if args.profile:
             profile_b(b, root, ["-q", "-p", "no:cacheprovider"], args.profile.resolve(), args.profile_top)
         return ratios
@@ -506,6 +526,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=5, help="measured rounds of A then B; default 5")
     p.add_argument("--warmup", type=int, default=1, help="unmeasured rounds first (bytecode, caches); default 1")
     p.add_argument("--xdist", type=int, metavar="N", help="add -n N to both variants of 'examples'")
+    p.add_argument(
+        "--against", metavar="DIR",
+        help="'examples' also runs variant B with DIR (another checkout, e.g. a git worktree"
+        " of the parent commit) first on PYTHONPATH, and prints this checkout against it",
+    )
     p.add_argument("--no-plugin-in-bare", action="store_true", help="add -p no:ctxbench to the bare variant")
     p.add_argument("--check", action="store_true", help="exit 1 when a ratio is above the target")
     p.add_argument("--seed", type=int, default=1234)
