@@ -771,14 +771,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         except pytest.UsageError as exc:
             _defer(metafunc.config, state, str(exc))
             return
-    state.specs[spec.origin] = spec
-    if spec.default_system is not None and state.systems and (
-        "ctxbench_system" in metafunc.fixturenames
-    ):
-        state.over_systems.add(spec.origin)
     from .collection import parametrize
 
     n = parametrize(metafunc, spec, state.systems, state)
+    plan(state, spec, n, over_systems="ctxbench_system" in metafunc.fixturenames)
+
+
+def plan(state: State, spec: SuiteSpec, n: int, over_systems: bool = False) -> None:
+    """Count ``n`` items of ``spec``'s suite as planned (``over_systems``: they are
+    parametrized over the command line's Systems)."""
+    state.specs[spec.origin] = spec
+    if spec.default_system is not None and state.systems and over_systems:
+        state.over_systems.add(spec.origin)
     state.planned[spec.origin] = state.planned.get(spec.origin, 0) + n
 
 
@@ -970,9 +974,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             del item.stash[RECORDER_KEY]  # items live all session; rows need not
             _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
         else:
-            callspec = getattr(item, "callspec", None)
-            case = callspec.params.get("ctxbench_case") if callspec is not None else None
-            if case is not None and getattr(case, "recorder", None) is not None:
+            from .collection import case_of
+
+            case = case_of(item)
+            if case is not None and case.recorder is not None:
                 recorder, case.recorder = case.recorder, None
                 _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
     if report.longrepr is not None and item.get_closest_marker(MARKER) is not None:
@@ -1107,19 +1112,22 @@ def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
     scored") rather than vanish.
     """
     state = item.config.stash.get(STATE_KEY, None)
-    callspec = getattr(item, "callspec", None)
-    if state is None or callspec is None:
+    if state is None:
         return
-    ref = callspec.params.get("ctxbench_example")
-    case = callspec.params.get("ctxbench_case")
-    if ref is None and case is None:
-        return  # not a ctxbench item (and nothing of ours to import)
-    from .collection import CliCase, ExampleRef
+    from .collection import CaseItem, ExampleRef
 
-    if isinstance(case, CliCase):
-        ref = case.ref
-    if not isinstance(ref, ExampleRef):
-        return
+    if type(item) is CaseItem:
+        ref = item.case.ref
+    else:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None:
+            return
+        ref = callspec.params.get("ctxbench_example")
+        case = callspec.params.get("ctxbench_case")
+        if case is not None:
+            ref = getattr(case, "ref", None)
+        if not isinstance(ref, ExampleRef):
+            return
     payload: dict[str, Any] = {"v": WIRE_VERSION}
     if not state.manifest_sent and state.manifest is not None and is_worker(item.config):
         # The worker's manifest, at once rather than only when it finishes: a run

@@ -440,14 +440,29 @@ class CliCase:
             raise first
 
 
-def _grouped(case: CliCase, test_id: str) -> Any:
-    """A memory question's item, grouped with its conversation's other questions so
-    that ``--dist loadgroup`` ingests each conversation once per system."""
+def _group_mark(case: CliCase) -> Any:
+    """A memory question's ``xdist_group`` mark (None for other examples): grouped
+    with its conversation's other questions so that ``--dist loadgroup`` ingests
+    each conversation once per system."""
     if case.ref.qa < 0:
-        return pytest.param(case, id=test_id)
+        return None
     ds = case.ref.dataset
-    group = f"ctxbench:{ds.tag}/{ds.ids[case.ref.index]}"
-    return pytest.param(case, id=test_id, marks=pytest.mark.xdist_group(group))
+    return pytest.mark.xdist_group(f"ctxbench:{ds.tag}/{ds.ids[case.ref.index]}")
+
+
+def _grouped(case: CliCase, test_id: str) -> Any:
+    mark = _group_mark(case)
+    return pytest.param(case, id=test_id, marks=() if mark is None else mark)
+
+
+def case_of(item: pytest.Item) -> CliCase | None:
+    """The command-line case an item runs (a :class:`CaseItem`, or the virtual
+    module's function parametrized with it), or None."""
+    if type(item) is CaseItem:
+        return item.case
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("ctxbench_case") if callspec is not None else None
+    return case if isinstance(case, CliCase) else None
 
 
 def _id_escaper(config: pytest.Config) -> Any:
@@ -464,22 +479,29 @@ def _id_escaper(config: pytest.Config) -> Any:
     return inert_text if off else str
 
 
+def cli_cases(
+    config: pytest.Config, spec: SuiteSpec, systems: tuple[Any, ...], runtime: Any
+) -> tuple[list[CliCase], list[str]]:
+    """The command line's cases (every System on every example) and their ids."""
+    refs = example_refs(spec)
+    inert = _id_escaper(config)
+    if systems:
+        cases = [CliCase(r, s, runtime) for s in systems for r in refs]
+        return cases, [inert(f"{c.system.name}/{c.ref.test_id}") for c in cases]
+    return [CliCase(r, None, runtime) for r in refs], [inert(r.test_id) for r in refs]
+
+
 def parametrize(
     metafunc: pytest.Metafunc, spec: SuiteSpec, systems: tuple[Any, ...], runtime: Any
 ) -> int:
     """Parametrize one function; returns how many items it will have."""
-    refs = example_refs(spec)
-    inert = _id_escaper(metafunc.config)
     if "ctxbench_case" in metafunc.fixturenames:  # the command-line items
-        if systems:
-            cases = [CliCase(r, s, runtime) for s in systems for r in refs]
-            ids = [inert(f"{c.system.name}/{c.ref.test_id}") for c in cases]
-        else:
-            cases = [CliCase(r, None, runtime) for r in refs]
-            ids = [inert(r.test_id) for r in refs]
+        cases, ids = cli_cases(metafunc.config, spec, systems, runtime)
         metafunc.parametrize("ctxbench_case", [_grouped(c, i) for c, i in zip(cases, ids)])
         return len(cases)
-    elif systems and "ctxbench_system" in metafunc.fixturenames:
+    refs = example_refs(spec)
+    inert = _id_escaper(metafunc.config)
+    if systems and "ctxbench_system" in metafunc.fixturenames:
         pairs = [(s, r) for s in systems for r in refs]
         # Added as a parametrize *mark* (our hook runs first): pytest then lets it
         # shadow a conftest `ctxbench_system` fixture that has params=, so the
@@ -506,6 +528,10 @@ def parametrize(
 # --- the virtual module of the command-line run ----------------------------------
 
 
+#: the mark of the command line's items (the marker form's name, told apart)
+_CLI_MARK = getattr(pytest.mark, MARKER)(_cli=True)
+
+
 def _cli_example(ctxbench_case: CliCase) -> None:
     """Run the System(s) named on the command line on one example and score it."""
     __tracebackhide__ = True
@@ -521,7 +547,7 @@ def _cli_example_fixture(ctxbench_case: CliCase, ctxbench_system: Any) -> None:
 def _cli_module(with_fixture: bool) -> types.ModuleType:
     mod = types.ModuleType("ctxbench")
     fn = _cli_example_fixture if with_fixture else _cli_example
-    mod.example = pytest.mark.ctxbench(_cli=True)(fn)  # type: ignore[attr-defined]
+    mod.example = _CLI_MARK(fn)  # type: ignore[attr-defined]
     return mod
 
 
@@ -535,12 +561,102 @@ class CliModule(pytest.Module):
 
     def collect(self) -> Iterator[pytest.Item]:
         self.session._fixturemanager.parsefactories(self)
+        fn = self.obj.example
+        if not self.with_fixture:
+            items = self._case_items(fn)
+            if items is not None:
+                yield from items
+                return
         # Called directly (not through python_functions matching) so that a project's
         # own `python_functions` ini cannot hide the benchmark.
-        yield from self._genfunctions("example", self.obj.example)
+        yield from self._genfunctions("example", fn)
+
+    def _case_items(self, fn: Any) -> list[CaseItem] | None:
+        """The items as :class:`CaseItem`, or None when pytest's own function items
+        are needed: a fixture would apply to them (autouse, ``usefixtures``), a
+        ``pytest_generate_tests`` other than ours and pytest's could parametrize
+        them, or their ids would need pytest's de-duplication."""
+        try:
+            from _pytest.compat import ascii_escaped
+
+            info = self.session._fixturemanager.getfixtureinfo(node=self, func=fn, cls=None)
+            closure = set(info.names_closure)
+            impls = self.ihook.pytest_generate_tests.get_hookimpls()
+        except Exception:  # noqa: BLE001 (pytest's private API changed: its items)
+            return None
+        if closure != {"ctxbench_case"}:
+            return None
+        ours = type(self).__module__.rsplit(".", 1)[0]  # pytest_context_bench.plugin
+        for impl in impls:  # pytest's own (python, fixtures) and ours only
+            where = getattr(impl.plugin, "__name__", None) or type(impl.plugin).__module__
+            if where != ours and not str(where).startswith("_pytest."):
+                return None
+        from . import STATE_KEY, plan
+
+        state = self.config.stash[STATE_KEY]
+        spec = state.cli_spec
+        cases, ids = cli_cases(self.config, spec, state.systems, state)
+        if _id_escaper(self.config) is str:  # pytest escapes the ids of its items
+            ids = [ascii_escaped(i) for i in ids]
+        if not cases or len(set(ids)) != len(ids):
+            return None  # pytest's empty-parameter-set skip, its de-duplication
+        # pytest 9 gives nodes structured ids, a function item's with its
+        # parametrization apart (what --lf and --nf compare); pytest 8 strings.
+        base = getattr(self, "id", None)
+        structured = callable(getattr(base, "child", None))
+        items = []
+        for case, test_id in zip(cases, ids):
+            kwargs: dict[str, Any] = {"name": f"example[{test_id}]", "case": case}
+            if structured:
+                kwargs["nodeid"] = base.child("example").with_params(test_id)  # type: ignore[union-attr]
+            item = CaseItem.from_parent(self, **kwargs)
+            item.add_marker(_CLI_MARK)
+            group = _group_mark(case)
+            if group is not None:
+                item.add_marker(group)
+            items.append(item)
+        plan(state, spec, len(items))
+        return items
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, None, "ctxbench"
+
+
+class CaseItem(pytest.Item):
+    """One command-line case as a plain pytest item.
+
+    pytest's function items set up fixtures for each test, and for a case that
+    needs none that machinery is most of pytest's cost per item: these run the case
+    directly. Names, node ids, markers and keywords are those the function items
+    would have (``example[<system>/<dataset>/<id>]``); the command line uses them
+    when no fixture applies to the ``ctxbench`` module and no other plugin
+    parametrizes it (:meth:`CliModule._case_items`), else pytest's own items.
+    """
+
+    def __init__(self, *, case: CliCase, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+
+    def runtest(self) -> None:
+        __tracebackhide__ = True
+        self.case.run()
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, self.name
+
+    def _traceback_filter(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
+        # As pytest's function items: the frames below runtest (a System's, an
+        # evaluator's), hidden ones left out, the middle ones short under --tb=auto.
+        tb = excinfo.traceback
+        if self.config.getoption("fulltrace", False):
+            return tb
+        code = CaseItem.runtest.__code__
+        cut = tb.cut(path=code.co_filename, firstlineno=code.co_firstlineno - 1)
+        cut = cut.filter(excinfo) or tb
+        if self.config.getoption("tbstyle", "auto") == "auto" and len(cut) > 2:
+            middle = [entry.with_repr_style("short") for entry in cut[1:-1]]
+            cut = type(cut)([cut[0], *middle, cut[-1]])
+        return cut
 
 
 def anchor_dir(config: pytest.Config) -> Path:

@@ -39,19 +39,19 @@ def item_identity(
     ``system`` is ``None`` when the System comes from the ``ctxbench_system``
     fixture (its name is known only once it runs).
     """
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
     # Here, not at the top: the controller imports this module in every run.
-    from .collection import CliCase, ExampleRef
+    from .collection import ExampleRef, case_of
 
-    params = callspec.params
-    case = params.get("ctxbench_case")
+    case = case_of(item)
     system: Any = None
-    if isinstance(case, CliCase):
+    if case is not None:
         ref = case.ref
         system = case.system
     else:
+        callspec = getattr(item, "callspec", None)
+        if callspec is None:
+            return None
+        params = callspec.params
         ref = params.get("ctxbench_example")
         if not isinstance(ref, ExampleRef):
             return None

@@ -45,7 +45,7 @@ from ..concurrency import (
 )
 from ..engine import SystemCall, call_function, record_call_outcome
 from ..engine import _scope_for as scope_for
-from .collection import CliCase
+from .collection import CliCase, case_of
 
 __all__ = ["Calls", "calls_ahead", "share_of", "worker_count"]
 
@@ -314,18 +314,12 @@ def calls_ahead(items: Iterable[pytest.Item]) -> int:
 def _ahead_case(item: pytest.Item) -> CliCase | None:
     """The item's case when its call is started ahead: a command-line item with
     its System named on the command line, not a memory question."""
-    case = _case_of(item)
+    case = case_of(item)
     if case is None or case.system is None or case.ref.qa >= 0:
         return None
     return case
 
 
-def _case_of(item: pytest.Item) -> CliCase | None:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
-    case = callspec.params.get("ctxbench_case")
-    return case if isinstance(case, CliCase) else None
 
 
 def make_scheduler(config: pytest.Config, log: Any, ahead: int) -> Any:
