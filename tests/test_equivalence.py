@@ -390,6 +390,9 @@ class Endpoint(FakeLLM):
 # --- the modes ------------------------------------------------------------------------
 
 
+ENTRIES = ("cli", "fixture")
+
+
 @dataclass(frozen=True)
 class Mode:
     """One way of running the benchmark.
@@ -412,6 +415,8 @@ class Mode:
     requests: int | None = 1
     per_request: bool = False
     xfail: dict[str, str] = field(default_factory=dict)
+    #: the entry forms it runs in
+    entries: tuple[str, ...] = ENTRIES
 
 
 _REPEAT = ("--ctxbench-repeat=3", "--ctxbench-cache=once")
@@ -423,6 +428,10 @@ MODES: dict[str, Mode] = {
     "timeout-concurrency-16": Mode(
         ("--ctxbench-timeout=60", "--ctxbench-concurrency=16")
     ),
+    # The command line's examples as pytest's function items: a fixture applies to
+    # every test (an autouse fixture of a plugin), where they are otherwise plain
+    # items (plugin/collection.py: CaseItem). The fixture form has function items.
+    "function-items": Mode(("-p", "eq_autouse"), entries=("cli",)),
     "xdist-2": Mode(("-n", "2")),
     "xdist-2-concurrency-16": Mode(("-n", "2", "--ctxbench-concurrency=16")),
     "shards-3-merge": Mode(shards=3),
@@ -439,7 +448,15 @@ MODES: dict[str, Mode] = {
     ),
 }
 
-ENTRIES = ("cli", "fixture")
+#: a plugin (``-p eq_autouse``) whose fixture applies to every test
+AUTOUSE_PY = """
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _every_test():
+    yield
+"""
 
 
 # --- running --------------------------------------------------------------------------
@@ -469,7 +486,7 @@ def _project(
     pytester.makefile(".jsonl", qa=_lines("country", "q", "city"))
     pytester.makefile(".jsonl", regions=_lines("region", "m", "town"))
     pytester.makefile(".jsonl", agents=_agent_lines())
-    pytester.makepyfile(eqsys=SYSTEMS_PY, test_marked=MARKED_PY)
+    pytester.makepyfile(eqsys=SYSTEMS_PY, test_marked=MARKED_PY, eq_autouse=AUTOUSE_PY)
     # Every call reaches the endpoint unless a mode turns the cache on.
     pytester.makeini("[pytest]\npythonpath = .\nctxbench_cache = off\n")
     args = ["--ctxbench-dataset=qa.jsonl", *GATES]
@@ -744,7 +761,7 @@ def _cases() -> Iterator[Any]:
     """(mode, entry, Systems): all the Systems in one run, except those a mode marks
     as pending, each then a strict xfail case of its own."""
     for mode_name, mode in MODES.items():
-        for entry in ENTRIES:
+        for entry in mode.entries:
             steady = tuple(s for s in SYSTEMS if s not in mode.xfail)
             yield pytest.param(mode_name, entry, steady, id=f"{mode_name}-{entry}")
             for system, reason in mode.xfail.items():

@@ -243,6 +243,82 @@ def test_k_and_lf_select_examples(project: pytest.Pytester) -> None:
     picked.assert_outcomes(passed=2, deselected=4)
 
 
+# A fixture that applies to every test: the command line's items must then be
+# pytest's function items, and it must run for each of them.
+AUTOUSE_CONFTEST = """
+import pytest
+
+@pytest.fixture(autouse=True)
+def _seen(request):
+    with open("seen.txt", "a") as fh:
+        fh.write(request.node.nodeid + "\\n")
+    yield
+"""
+
+
+def _section(result: pytest.RunResult, title: str) -> list[str]:
+    """The lines of one "= title =" section of pytest's output (objects' addresses
+    left out)."""
+    lines = [re.sub(r" at 0x[0-9a-f]+", "", line) for line in result.stdout.lines]
+    start = next(i for i, line in enumerate(lines) if re.match(rf"=+ {title} =+$", line))
+    end = next(i for i in range(start + 1, len(lines)) if re.match(r"=+ .* =+$", lines[i]))
+    return lines[start + 1 : end]
+
+
+def test_plain_items_behave_as_function_items(project: pytest.Pytester) -> None:
+    """Without a fixture to set up, the examples are plain items (CaseItem): the same
+    node ids, --lf and -k selections, outcomes and failure text as pytest's function
+    items, which an autouse fixture brings back (and runs for every example)."""
+    args = ["--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:boom",
+            "--ctxbench-system=systems:half", "-p", "no:randomly"]
+    runs: dict[str, list[pytest.RunResult]] = {}
+    for kind in ("CaseItem", "Function"):
+        if kind == "Function":
+            project.makeconftest(AUTOUSE_CONFTEST)
+        tree = project.runpytest(*args, "--co")
+        types = {m.group(1) for m in re.finditer(r"<(\w+) example\[", tree.stdout.str())}
+        assert types == {kind}, tree.stdout.str()
+        runs[kind] = [
+            project.runpytest(*args, "--co", "-q"),
+            project.runpytest(*args, "-rA"),
+            project.runpytest(*args, "--tb=short"),
+            project.runpytest(*args, "--lf", "-q"),
+            project.runpytest(*args, "-k", "half and (q-2 or q-5)", "-q"),
+        ]
+    plain, function = runs["CaseItem"], runs["Function"]
+    assert plain[0].stdout.lines[:-1] == function[0].stdout.lines[:-1]  # the ids
+    assert "ctxbench::example[boom/qa/q-3]" in plain[0].stdout.lines
+    for p, f in zip(plain[1:], function[1:]):
+        assert p.parseoutcomes() == f.parseoutcomes()
+    assert plain[1].parseoutcomes() == {"passed": 8, "below": 3, "errors": 1}
+    for i in (1, 2):  # the failure text, in pytest's auto and short styles
+        assert _section(plain[i], "ERRORS") == _section(function[i], "ERRORS")
+        assert _section(plain[i], "short test summary info") == _section(function[i], "short test summary info")
+    assert "RuntimeError: model endpoint exploded" in "\n".join(_section(plain[1], "ERRORS"))
+    assert plain[3].parseoutcomes() == {"errors": 1, "deselected": 11}
+    assert plain[4].parseoutcomes() == {"passed": 1, "below": 1, "deselected": 10}
+    # The fixture ran for every example of every run that ran them (--co runs none).
+    seen = (project.path / "seen.txt").read_text().splitlines()
+    assert len(seen) == 12 + 12 + 1 + 2
+    assert "ctxbench::example[boom/qa/q-3]" in seen
+
+
+def test_another_plugins_generate_tests_keeps_function_items(project: pytest.Pytester) -> None:
+    # A plugin's pytest_generate_tests may parametrize any test (a conftest's does
+    # not reach the virtual module): the command line's items stay pytest's
+    # function items so that it sees them.
+    project.makepyfile(
+        gen_plugin="def pytest_generate_tests(metafunc):\n"
+        "    with open('generated.txt', 'a') as fh:\n"
+        "        fh.write(metafunc.definition.nodeid + '\\n')\n"
+    )
+    result = project.runpytest(
+        "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", "-p", "gen_plugin", "--co"
+    )
+    result.stdout.fnmatch_lines(["*<Function example[[]echo/qa/q-1[]]>*"])
+    assert (project.path / "generated.txt").read_text().splitlines() == ["ctxbench::example"]
+
+
 def test_collect_only_lists_items_with_system_ids(project: pytest.Pytester) -> None:
     result = project.runpytest(
         "--ctxbench-dataset=qa.jsonl",

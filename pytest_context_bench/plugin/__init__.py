@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -974,9 +975,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             del item.stash[RECORDER_KEY]  # items live all session; rows need not
             _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
         else:
-            from .collection import case_of
-
-            case = case_of(item)
+            case = _cli_case(item)
             if case is not None and case.recorder is not None:
                 recorder, case.recorder = case.recorder, None
                 _attach(report, recorder, item.config.stash[STATE_KEY], item.user_properties)
@@ -1066,6 +1065,13 @@ def _attach(
     setattr(report, REPORT_ATTR, payload)
 
 
+def _cli_case(item: pytest.Item) -> CliCase | None:
+    """The command-line case ``item`` runs, or None; without importing the module
+    that makes them in a run that has none."""
+    collection = sys.modules.get(f"{__name__}.collection")
+    return None if collection is None else collection.case_of(item)
+
+
 def _details_text(metadata: dict[str, Any]) -> list[str]:
     """Why a row scored as it did, for pytest's failure text: each evaluator's
     reason, then its message and ``key: value`` lines, indented; values capped
@@ -1114,18 +1120,16 @@ def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
     state = item.config.stash.get(STATE_KEY, None)
     if state is None:
         return
-    from .collection import CaseItem, ExampleRef
-
-    if type(item) is CaseItem:
-        ref = item.case.ref
+    case = _cli_case(item)
+    if case is not None:
+        ref = case.ref
     else:
         callspec = getattr(item, "callspec", None)
-        if callspec is None:
-            return
-        ref = callspec.params.get("ctxbench_example")
-        case = callspec.params.get("ctxbench_case")
-        if case is not None:
-            ref = getattr(case, "ref", None)
+        ref = callspec.params.get("ctxbench_example") if callspec is not None else None
+        if ref is None:
+            return  # not a ctxbench item (and nothing of ours to import)
+        from .collection import ExampleRef
+
         if not isinstance(ref, ExampleRef):
             return
     payload: dict[str, Any] = {"v": WIRE_VERSION}
