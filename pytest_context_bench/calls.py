@@ -157,14 +157,19 @@ def current_source() -> str:
     return _SOURCE.get() or "system"
 
 
-@contextlib.contextmanager
-def evaluator_source(name: str) -> Iterator[None]:
+class evaluator_source:  # noqa: N801
     """The LLM calls made in the block are evaluator ``name``'s."""
-    token = _SOURCE.set(f"evaluator:{name}")
-    try:
-        yield
-    finally:
-        _SOURCE.reset(token)
+
+    __slots__ = ("_name", "_token")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __enter__(self) -> None:
+        self._token = _SOURCE.set(f"evaluator:{self._name}")
+
+    def __exit__(self, *exc: object) -> None:
+        _SOURCE.reset(self._token)
 
 
 # Which repeat of a judge's question this context asks (--ctxbench-judge-repeat):
@@ -249,33 +254,43 @@ def _leave(scope: CallScope) -> None:
                 del _LIVE[id(scope)]
 
 
-@contextlib.contextmanager
-def call_scope(scope: CallScope) -> Iterator[CallScope]:
+class call_scope:  # noqa: N801 (used as a function: ``with call_scope(scope):``)
     """Make ``scope`` the current call for the duration of the ``with`` block (and
-    count it in flight meanwhile)."""
-    token = _CURRENT.set(scope)
-    _enter(scope)
-    try:
-        yield scope
-    finally:
-        _leave(scope)
-        _CURRENT.reset(token)
+    count it in flight meanwhile).
+
+    A class rather than a generator: it is entered several times on every example's
+    path."""
+
+    __slots__ = ("_scope", "_token")
+
+    def __init__(self, scope: CallScope) -> None:
+        self._scope = scope
+
+    def __enter__(self) -> CallScope:
+        self._token = _CURRENT.set(self._scope)
+        _enter(self._scope)
+        return self._scope
+
+    def __exit__(self, *exc: object) -> None:
+        _leave(self._scope)
+        _CURRENT.reset(self._token)
 
 
-@contextlib.contextmanager
-def serving() -> Iterator[None]:
+class serving:  # noqa: N801
     """Count the current call in flight for the ``with`` block: wraps a System call
     (and the judges started after it) where a runner runs it, in a thread or a task
     that carries the scope in its context but not inside a :func:`call_scope`."""
-    scope = _CURRENT.get()
-    if scope is None:
-        yield
-        return
-    _enter(scope)
-    try:
-        yield
-    finally:
-        _leave(scope)
+
+    __slots__ = ("_scope",)
+
+    def __enter__(self) -> None:
+        self._scope = _CURRENT.get()
+        if self._scope is not None:
+            _enter(self._scope)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._scope is not None:
+            _leave(self._scope)
 
 
 @dataclass(frozen=True)
@@ -464,17 +479,20 @@ def _clip(value: Any, secrets: bool = False) -> str:
     return text if len(text) <= IO_CLIP else text[:IO_CLIP] + f"… [{len(text) - IO_CLIP} more characters]"
 
 
-@contextlib.contextmanager
-def keep_io() -> Iterator[list[dict[str, str]]]:
+class keep_io:  # noqa: N801
     """Collect ``{"response", "reference"}`` of each example scored in the block
     (and ``"tool_calls"``, their ``name(args)`` rendering, when it made some; and
     ``"answer"``, what the evaluators read, :func:`~.answers.keep_answer`)."""
-    sink: list[dict[str, str]] = []
-    token = _IO.set(sink)
-    try:
-        yield sink
-    finally:
-        _IO.reset(token)
+
+    __slots__ = ("_token",)
+
+    def __enter__(self) -> list[dict[str, str]]:
+        sink: list[dict[str, str]] = []
+        self._token = _IO.set(sink)
+        return sink
+
+    def __exit__(self, *exc: object) -> None:
+        _IO.reset(self._token)
 
 
 def record_io(original: dict[str, Any], processed: dict[str, Any] | None) -> None:

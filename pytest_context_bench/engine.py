@@ -130,13 +130,18 @@ def _processed(
     return result
 
 
-def _call_system(system: Any, example: dict[str, Any]) -> dict[str, Any]:
+def _call_system(system: Any, example: dict[str, Any], serve: bool = True) -> dict[str, Any]:
     __tracebackhide__ = True  # pytest shows the System's frames, not ours
-    # In flight while it runs (in a runner's thread too): a request from a thread
-    # the System starts finds its owner (calls.call_owner). Connections it opens
-    # past the cache are watched (netguard: refused in replay mode).
-    with serving(), watching(_usage_of_call()):
-        result, conversation = _invoke(system, example)
+    # In flight while it runs (in a runner's thread too; ``serve`` false: its
+    # call_scope, in this thread, already counts it): a request from a thread the
+    # System starts finds its owner (calls.call_owner). Connections it opens past
+    # the cache are watched (netguard: refused in replay mode).
+    if serve:
+        with serving(), watching(_usage_of_call()):
+            result, conversation = _invoke(system, example)
+    else:
+        with watching(_usage_of_call()):
+            result, conversation = _invoke(system, example)
     return _processed(system, example, result, conversation)
 
 
@@ -199,7 +204,7 @@ def call_system(
     try:
         with call_scope(scope):
             if runner is None and not _is_async(system):
-                call.processed = _call_system(system, copy)
+                call.processed = _call_system(system, copy, serve=False)
                 call.latency = time.perf_counter() - start
                 return call
             from .concurrency import fallback_runner
@@ -216,9 +221,21 @@ def call_system(
 
 def _is_async(system: Any) -> bool:
     """True when the System can only be awaited (``async def process``)."""
-    return inspect.iscoroutinefunction(
-        getattr(system, "process", None)
-    ) or inspect.iscoroutinefunction(getattr(system, "process_conversation", None))
+    process = getattr(system, "process", None)
+    process = getattr(process, "__func__", process)  # a bound method is new each time
+    known = _ASYNC.get(id(system))
+    if known is not None and known[0] is system and known[1] is process:
+        return known[2]  # type: ignore[no-any-return]
+    verdict = inspect.iscoroutinefunction(process) or inspect.iscoroutinefunction(
+        getattr(system, "process_conversation", None)
+    )
+    if len(_ASYNC) < 1024:
+        _ASYNC[id(system)] = (system, process, verdict)
+    return verdict
+
+
+#: id(system) → (system, its process, _is_async's verdict): asked on every call
+_ASYNC: dict[int, tuple[Any, Any, bool]] = {}
 
 
 def call_function(

@@ -106,27 +106,38 @@ def _mode() -> str | None:
     return mode if mode in ("replay", "once", "refresh") else None
 
 
-@contextlib.contextmanager
-def watching(usage: list[dict[str, Any]] | None) -> Iterator[None]:
+class watching:  # noqa: N801 (used as a function: ``with watching(usage):``)
     """Watch the connections made in this context during the block (a System
     call), recording each one that bypasses the cache in ``usage`` (the call's
     ``CallScope.usage``) and refusing it in ``replay`` mode. A no-op without an
-    active cache in ``replay``, ``once`` or ``refresh`` mode."""
-    mode = _mode() if usage is not None else None
-    if mode is None or usage is None:
-        yield
-        return
-    _install()
-    watch = _Watch(usage, mode == "replay")
-    token = _WATCH.set(watch)
-    with _LOCK:
-        _LIVE[id(watch)] = watch
-    try:
-        yield
-    finally:
+    active cache in ``replay``, ``once`` or ``refresh`` mode.
+
+    A class rather than a generator: it wraps every System call."""
+
+    __slots__ = ("_usage", "_watch", "_token")
+
+    def __init__(self, usage: list[dict[str, Any]] | None) -> None:
+        self._usage = usage
+        self._watch: _Watch | None = None
+
+    def __enter__(self) -> None:
+        mode = _mode() if self._usage is not None else None
+        if mode is None or self._usage is None:
+            return
+        _install()
+        watch = _Watch(self._usage, mode == "replay")
+        self._token = _WATCH.set(watch)
+        with _LOCK:
+            _LIVE[id(watch)] = watch
+        self._watch = watch
+
+    def __exit__(self, *exc: object) -> None:
+        watch = self._watch
+        if watch is None:
+            return
         with _LOCK:
             _LIVE.pop(id(watch), None)
-        _WATCH.reset(token)
+        _WATCH.reset(self._token)
 
 
 @contextlib.contextmanager

@@ -164,6 +164,8 @@ _MIN_SECRET = 8
 
 _SECRETS: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
+#: the registered secrets, longest first (what redact_secrets replaces, in order)
+_BY_LENGTH: list[tuple[str, ...]] = [()]
 
 # "Bearer <token>" as any HTTP library may quote a header it refused.
 _BEARER = re.compile(r"(?i)\b(bearer)(\s+|\\t|%20)[^\s'\"<>,;)\]}]+")
@@ -183,6 +185,7 @@ def register_secret(value: str) -> None:
         forms.add(repr(each.encode("utf-8", "replace"))[2:-1])
     with _SECRETS_LOCK:
         _SECRETS.update(forms)
+        _BY_LENGTH[0] = tuple(sorted(_SECRETS, key=len, reverse=True))
 
 
 #: A request header carries a credential when its lower-cased name contains one of
@@ -217,9 +220,7 @@ def redact_secrets(text: str, bearer: bool = True) -> str:
     """``text`` with every registered secret and (``bearer``) every ``Bearer``
     token replaced by ``***``. A model's answer is redacted with ``bearer=False``:
     only the registered secrets go, so "the bearer of" stays prose."""
-    with _SECRETS_LOCK:
-        secrets = sorted(_SECRETS, key=len, reverse=True)
-    for secret in secrets:
+    for secret in _BY_LENGTH[0]:  # replaced whole, never mutated
         if secret in text:
             text = text.replace(secret, REDACTED)
     if bearer and ("earer" in text or "EARER" in text):
