@@ -225,7 +225,7 @@ def _is_async(system: Any) -> bool:
     process = getattr(process, "__func__", process)  # a bound method is new each time
     known = _ASYNC.get(id(system))
     if known is not None and known[0] is system and known[1] is process:
-        return known[2]  # type: ignore[no-any-return]
+        return known[2]
     verdict = inspect.iscoroutinefunction(process) or inspect.iscoroutinefunction(
         getattr(system, "process_conversation", None)
     )

@@ -1121,6 +1121,7 @@ def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
     if state is None:
         return
     case = _cli_case(item)
+    ref: Any
     if case is not None:
         ref = case.ref
     else:

@@ -579,7 +579,11 @@ class CliModule(pytest.Module):
         try:
             from _pytest.compat import ascii_escaped
 
-            info = self.session._fixturemanager.getfixtureinfo(node=self, func=fn, cls=None)
+            # The module stands for its items: pytest reads only the node chain's
+            # marks and fixtures from it.
+            info = self.session._fixturemanager.getfixtureinfo(
+                node=self, func=fn, cls=None  # type: ignore[arg-type]
+            )
             closure = set(info.names_closure)
             impls = self.ihook.pytest_generate_tests.get_hookimpls()
         except Exception:  # noqa: BLE001 (pytest's private API changed: its items)
@@ -595,6 +599,7 @@ class CliModule(pytest.Module):
 
         state = self.config.stash[STATE_KEY]
         spec = state.cli_spec
+        assert spec is not None  # the CLI module exists for the command line's suite
         cases, ids = cli_cases(self.config, spec, state.systems, state)
         if _id_escaper(self.config) is str:  # pytest escapes the ids of its items
             ids = [ascii_escaped(i) for i in ids]
