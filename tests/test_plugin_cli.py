@@ -312,6 +312,7 @@ def test_another_plugins_generate_tests_keeps_function_items(project: pytest.Pyt
         "    with open('generated.txt', 'a') as fh:\n"
         "        fh.write(metafunc.definition.nodeid + '\\n')\n"
     )
+    project.syspathinsert()  # importable by -p before the ini's pythonpath applies (pytest 8)
     result = project.runpytest(
         "--ctxbench-dataset=qa.jsonl", "--ctxbench-system=systems:echo", "-p", "gen_plugin", "--co"
     )

@@ -320,8 +320,6 @@ def _ahead_case(item: pytest.Item) -> CliCase | None:
     return case
 
 
-
-
 def make_scheduler(config: pytest.Config, log: Any, ahead: int) -> Any:
     """xdist's ``load`` scheduler, keeping each worker handed ``ahead`` items.
 
