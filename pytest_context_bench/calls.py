@@ -495,6 +495,10 @@ class keep_io:  # noqa: N801
         _IO.reset(self._token)
 
 
+#: answers.keep_answer, imported by the first record_io (on every example's path)
+_keep_answer: Any = None
+
+
 def record_io(original: dict[str, Any], processed: dict[str, Any] | None) -> None:
     """Called by the engine for each scored example; a no-op without :func:`keep_io`."""
     sink = _IO.get()
@@ -513,7 +517,8 @@ def record_io(original: dict[str, Any], processed: dict[str, Any] | None) -> Non
     if processed is not None:
         # What the evaluators read, as the System returned it: scored again
         # without the System (answers.py; ``ctxbench rescore``).
-        from .answers import keep_answer
-
-        kept["answer"] = keep_answer(processed)  # type: ignore[assignment]
+        global _keep_answer
+        if _keep_answer is None:
+            from .answers import keep_answer as _keep_answer
+        kept["answer"] = _keep_answer(processed)  # type: ignore[assignment]
     sink.append(kept)

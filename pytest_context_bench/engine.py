@@ -102,15 +102,18 @@ def _invoke(
     conversation. ``prefer_async`` calls ``aprocess`` / ``aprocess_conversation``
     when the System has them (OpenAIProxy does)."""
     __tracebackhide__ = True
-    from .concurrency import is_async_system
-
     if _is_conversation(system, example):
+        from .concurrency import is_async_system
+
         user_turns = [t for t in example["turns"] if t.get("role", "user") == "user"]
         if prefer_async and is_async_system(system, "aprocess_conversation"):
             return system.aprocess_conversation(user_turns), True
         return system.process_conversation(user_turns), True
-    if prefer_async and is_async_system(system, "aprocess"):
-        return system.aprocess(example), False
+    if prefer_async:
+        from .concurrency import is_async_system
+
+        if is_async_system(system, "aprocess"):
+            return system.aprocess(example), False
     return system.process(example), False
 
 
@@ -450,12 +453,14 @@ def run_evaluators(
                         f" the score {key!r}; rename one."
                     )
                 owner[key] = name
-                if isinstance(value, bool) or not isinstance(value, (int, float)):
-                    raise TypeError(
-                        f"evaluator {name!r} returned {type(value).__name__}"
-                        f" for score {key!r}; scores must be numbers."
-                    )
-                scores[key] = float(value)
+                if type(value) is not float:
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise TypeError(
+                            f"evaluator {name!r} returned {type(value).__name__}"
+                            f" for score {key!r}; scores must be numbers."
+                        )
+                    value = float(value)
+                scores[key] = value
         except Exception as exc:
             return _error(exc, f"evaluator:{name}"), exc
     return None, None

@@ -77,15 +77,28 @@ def load_examples(
     return examples, None
 
 
+#: (field_primary_score, primary_score), imported on first use (asked once per
+#: example: a function-level import of a package costs more than the lookup)
+_PRIMARY: tuple[Any, Any] | None = None
+
+
+def _primary_lookups() -> tuple[Any, Any]:
+    global _PRIMARY
+    if _PRIMARY is None:
+        from .datasets import primary_score
+        from .evaluators import field_primary_score
+
+        _PRIMARY = (field_primary_score, primary_score)
+    return _PRIMARY
+
+
 def primary_score_field(example: dict[str, Any], source: Any) -> str:
     """The score field an example is judged on: ``assert_score`` when it carries
     assertions, else the score of its first field of ``FIELD_EVALUATORS``
     (``tool_call_match`` for expected tool calls, ``trajectory_match`` for an
     expected trajectory), else its dataset's, else its family's (``task``), else
     ``f1``."""
-    from .datasets import primary_score
-    from .evaluators import field_primary_score
-
+    field_primary_score, primary_score = _primary_lookups()
     if "assert" in example:
         return "assert_score"  # its own assertions judge it (docs/assertions.md)
     own = field_primary_score(example)

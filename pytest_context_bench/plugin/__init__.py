@@ -193,8 +193,7 @@ class State:
     status: StatusLine | None = None
 
     def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
-        from .recording import Recorder
-
+        Recorder = _recording().Recorder  # noqa: N806 (the class)
         runner = self.calls.runner if self.calls is not None else None
         return Recorder(
             ref, self.tokenizer(), self.systems, original, self.memory, runner
@@ -1007,9 +1006,7 @@ def _attach(
                 " ctxbench_record(processed): nothing was scored"
             )
         return
-    from ..report.rows import below_text
-    from .recording import row_status
-
+    row_status = _recording().row_status
     rows: list[dict[str, Any]] = []
     statuses = []
     for sys_pos, row in recorder.rows:
@@ -1034,6 +1031,8 @@ def _attach(
         )
     overall = next((s for s in ("error", "below", "unscored") if s in statuses), "pass")
     if overall == "below" and spec.strict and report.passed:
+        from ..report.rows import below_text
+
         report.outcome = "failed"
         lines = []
         for (_, r), st in zip(recorder.rows, statuses):
@@ -1065,10 +1064,22 @@ def _attach(
     setattr(report, REPORT_ATTR, payload)
 
 
+_RECORDING = f"{__name__}.recording"
+_COLLECTION = f"{__name__}.collection"
+
+
+def _recording() -> Any:
+    """The recording module (imported by the first example that records)."""
+    module = sys.modules.get(_RECORDING)
+    if module is None:
+        from . import recording as module
+    return module
+
+
 def _cli_case(item: pytest.Item) -> CliCase | None:
     """The command-line case ``item`` runs, or None; without importing the module
     that makes them in a run that has none."""
-    collection = sys.modules.get(f"{__name__}.collection")
+    collection = sys.modules.get(_COLLECTION)
     return None if collection is None else collection.case_of(item)
 
 
@@ -1148,6 +1159,10 @@ def _announce_suite(item: pytest.Item, report: pytest.TestReport) -> None:
         setattr(report, REPORT_ATTR, payload)
 
 
+#: (prefix, score key) → its user property's name (a few keys, on every row)
+_PROPERTY_NAMES: dict[tuple[str, str], str] = {}
+
+
 def _add_properties(
     properties: list[tuple[str, object]], rows: list[tuple[int, Any]], statuses: list[str]
 ) -> None:
@@ -1164,7 +1179,12 @@ def _add_properties(
         prefix = f"ctxbench.{i}." if several else "ctxbench."
         properties.append((prefix + "status", status))
         for key, value in sorted(row.scores.items()):
-            properties.append((prefix + inert(str(key)), float(value)))
+            name = _PROPERTY_NAMES.get((prefix, key))
+            if name is None:
+                name = prefix + inert(str(key))
+                if len(_PROPERTY_NAMES) < 4096:
+                    _PROPERTY_NAMES[prefix, key] = name
+            properties.append((name, float(value)))
         if row.error is not None:
             text = f"{row.error.get('type')}: {row.error.get('message')}"
             properties.append((prefix + "error", inert(text)))

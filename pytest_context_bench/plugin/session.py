@@ -59,6 +59,20 @@ def is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+#: (Record, SuiteInfo, EvalRow), imported by the first row that arrives
+_ROW_TYPES: tuple[Any, Any, Any] | None = None
+
+
+def _row_types() -> tuple[Any, Any, Any]:
+    global _ROW_TYPES
+    if _ROW_TYPES is None:
+        from ..report.run import Record, SuiteInfo
+        from ..results import EvalRow
+
+        _ROW_TYPES = (Record, SuiteInfo, EvalRow)
+    return _ROW_TYPES
+
+
 class Controller:
     """Collects rows (``pytest_runtest_logreport``) and finishes the run once."""
 
@@ -251,9 +265,7 @@ class Controller:
             elif report.skipped:
                 self._skipped.add(report.nodeid)
             return
-        from ..report.run import Record, SuiteInfo
-        from ..results import EvalRow
-
+        Record, SuiteInfo, EvalRow = _row_types()  # noqa: N806 (classes)
         suite = payload.get("suite")
         if suite is not None and str(suite["origin"]) not in self.infos:
             self.infos[str(suite["origin"])] = SuiteInfo.from_wire(suite)

@@ -26,6 +26,8 @@ WIRE_VERSION = 1
 REPORT_ATTR = "ctxbench"
 #: what starts a payload packed as JSON for the trip from a worker
 PACKED = "ctxbench-json:"
+#: the exact builtin scalars, which pass as they are
+_EXACT = frozenset((bool, int, float, str))
 
 
 def ensure_wire_safe(value: Any, _depth: int = 0) -> Any:
@@ -36,8 +38,24 @@ def ensure_wire_safe(value: Any, _depth: int = 0) -> Any:
     """
     if _depth > 50:
         return repr(value)
-    if value is None or type(value) in (bool, int, float, str):
+    kind = type(value)
+    if value is None or kind in _EXACT:
         return value
+    if kind is dict and _depth < 50:
+        # Every row's metadata and answer pass here: their scalar values and str
+        # keys are taken as they are, without a call each (a scalar deeper than 50
+        # levels is a repr, as below).
+        return {
+            (k if type(k) is str else str(k)): (
+                v if v is None or type(v) in _EXACT else ensure_wire_safe(v, _depth + 1)
+            )
+            for k, v in value.items()
+        }
+    if kind is list and _depth < 50:
+        return [
+            v if v is None or type(v) in _EXACT else ensure_wire_safe(v, _depth + 1)
+            for v in value
+        ]
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
