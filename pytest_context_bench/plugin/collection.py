@@ -111,8 +111,8 @@ class SuiteSpec:
 
     def evaluator_identities(self) -> dict[str, list[dict[str, str]]]:
         """Dataset tag → the identities of the evaluators that score it
-        (:func:`~pytest_context_bench.rescore.evaluator_identity`)."""
-        from ..rescore import describe_evaluators
+        (:func:`~pytest_context_bench.evaluators.identity.evaluator_identity`)."""
+        from ..evaluators.identity import describe_evaluators
 
         return {
             ds.tag: describe_evaluators(self.evaluators_for(i))

@@ -39,7 +39,7 @@ class SuiteInfo:
     #: The suite labels the origin is expected to produce (one per System known up
     #: front); empty when the System comes from a fixture and is named by its rows.
     labels: dict[str, str] = field(default_factory=dict)  # suite label -> system
-    #: dataset tag → its evaluators' identities (rescore.evaluator_identity): what
+    #: dataset tag → its evaluators' identities (evaluators.identity.evaluator_identity): what
     #: tells a baseline scored by other evaluators; empty when unknown
     evaluators: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
