@@ -259,13 +259,26 @@ def _counter(enc: _Encoder) -> Callable[[str], int]:
     return count
 
 
+def is_path_spec(spec: str) -> bool:
+    """Whether a tokenizer spec names a BPE file (else an encoding's name, or
+    ``module:attr``)."""
+    return spec.endswith((".tiktoken", ".tiktoken.gz")) or "/" in spec or "\\" in spec
+
+
+def is_own_tokenizer(spec: str | None) -> bool:
+    """Whether a tokenizer spec gives one of tiktoken's encodings (the default, a
+    name or a BPE file): a pure function of the text. A ``module:attr`` callable is
+    the user's own, which may keep state."""
+    return spec is None or is_path_spec(spec) or ":" not in spec
+
+
 def resolve_tokenizer(spec: str | Callable[[str], int]) -> Callable[[str], int]:
     """Turn a tokenizer spec into a ``str -> int`` counter (see the module docstring)."""
     if callable(spec):
         return spec
     if not isinstance(spec, str) or not spec:
         raise ConfigError(f"A tokenizer must be a name, a path or a callable, got {spec!r}.")
-    if spec.endswith((".tiktoken", ".tiktoken.gz")) or "/" in spec or "\\" in spec:
+    if is_path_spec(spec):
         return _counter(load_bpe_file(spec))
     if ":" in spec:
         from .importing import import_object
@@ -296,6 +309,12 @@ def count_tokens(text: str, tokenizer: Callable[[str], int] | None = None) -> in
     if not text:
         return 0
     return (tokenizer or get_tokenizer())(text)
+
+
+def texts_of(value: Any) -> Iterable[str]:
+    """The texts of one field's value that :func:`count_field` counts (a string; a
+    conversation turn's content; those of a list), in order."""
+    return _text_of(value)
 
 
 def _text_of(value: Any) -> Iterable[str]:

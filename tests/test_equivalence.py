@@ -432,6 +432,10 @@ MODES: dict[str, Mode] = {
     # every test (an autouse fixture of a plugin), where they are otherwise plain
     # items (plugin/collection.py: CaseItem). The fixture form has function items.
     "function-items": Mode(("-p", "eq_autouse"), entries=("cli",)),
+    # The command line's examples read and counted two at a time ahead of their
+    # items (plugin/readahead.py; 64 at a time otherwise, one block here): the
+    # serial run's rows, which xdist-2 (no read-ahead) checks in turn.
+    "read-ahead-by-2": Mode(("-p", "eq_block2"), entries=("cli",)),
     "xdist-2": Mode(("-n", "2")),
     "xdist-2-concurrency-16": Mode(("-n", "2", "--ctxbench-concurrency=16")),
     "shards-3-merge": Mode(shards=3),
@@ -447,6 +451,13 @@ MODES: dict[str, Mode] = {
         (*_REPEAT, "-n", "2"), reference="repeat-3", requests=3, per_request=True
     ),
 }
+
+#: a plugin (``-p eq_block2``) that makes the read-ahead's blocks two examples long
+BLOCK2_PY = """
+from pytest_context_bench.plugin import readahead
+
+readahead.BLOCK = 2
+"""
 
 #: a plugin (``-p eq_autouse``) whose fixture applies to every test
 AUTOUSE_PY = """
@@ -486,7 +497,9 @@ def _project(
     pytester.makefile(".jsonl", qa=_lines("country", "q", "city"))
     pytester.makefile(".jsonl", regions=_lines("region", "m", "town"))
     pytester.makefile(".jsonl", agents=_agent_lines())
-    pytester.makepyfile(eqsys=SYSTEMS_PY, test_marked=MARKED_PY, eq_autouse=AUTOUSE_PY)
+    pytester.makepyfile(
+        eqsys=SYSTEMS_PY, test_marked=MARKED_PY, eq_autouse=AUTOUSE_PY, eq_block2=BLOCK2_PY
+    )
     # Every call reaches the endpoint unless a mode turns the cache on.
     pytester.makeini("[pytest]\npythonpath = .\nctxbench_cache = off\n")
     args = ["--ctxbench-dataset=qa.jsonl", *GATES]

@@ -50,6 +50,7 @@ from .transport import REPORT_ATTR, WIRE_VERSION, ensure_wire_safe, pack, unpack
 
 if TYPE_CHECKING:
     from .collection import CliCase, DatasetCache, ExampleRef, SuiteSpec
+    from .readahead import ReadAhead
     from .recording import MemoryCache, Recorder
     from .running import Calls
     from .status import StatusLine
@@ -88,6 +89,9 @@ class State:
     #: environment variables set for the loaders → their values before (None: unset)
     saved_env: dict[str, str | None] = field(default_factory=dict)
     _tokenizer: Callable[[str], int] | None = None
+    #: the command line's examples read and counted a block ahead (in one process;
+    #: see readahead.py), or None
+    read_ahead: ReadAhead | None = None
     #: the run's LLM cache, and what was active before (restored at unconfigure)
     llm_cache: Any = None
     llm_previous: tuple[Any, Any] | None = None
@@ -196,7 +200,7 @@ class State:
         Recorder = _recording().Recorder  # noqa: N806 (the class)
         runner = self.calls.runner if self.calls is not None else None
         return Recorder(
-            ref, self.tokenizer(), self.systems, original, self.memory, runner
+            ref, self.read_ahead or self.tokenizer(), self.systems, original, self.memory, runner
         )
 
     #: --ctxbench-trials=adaptive: the plan (plugin/trials.py), built on first use
@@ -842,6 +846,29 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.manifest = build_manifest(session.items, state.planned, state.systems)
     if state.controller is not None:
         state.controller.add_manifest(state.manifest)
+    _read_ahead(session, state)
+
+
+def _read_ahead(session: pytest.Session, state: State) -> None:
+    """Read and count the command line's examples a block ahead, where this process
+    runs them in the order of ``session.items`` (see readahead.py)."""
+    from ..tokens import is_own_tokenizer
+
+    config = session.config
+    if (
+        state.cli_spec is None
+        or is_worker(config)
+        or _distributes(config)
+        or (state.calls is not None and state.calls.prefetching)
+        or not is_own_tokenizer(state.settings.tokenizer)
+        or getattr(config.option, "collectonly", False)
+    ):
+        return
+    cases = [case for case in map(_cli_case, session.items) if case is not None]
+    if cases:
+        from .readahead import ReadAhead
+
+        state.read_ahead = ReadAhead(state.tokenizer(), cases)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

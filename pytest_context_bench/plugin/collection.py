@@ -417,10 +417,14 @@ class CliCase:
 
     def run(self, fixture_system: Any = None) -> None:
         __tracebackhide__ = True
-        ahead = self.runtime.take_call(self)  # started ahead (--ctxbench-concurrency)
-        self.recorder = self.runtime.recorder(
-            self.ref, original=ahead[1] if ahead is not None else None
-        )
+        runtime = self.runtime
+        ahead = runtime.take_call(self)  # started ahead (--ctxbench-concurrency)
+        if ahead is not None:
+            original = ahead[1]
+        else:  # read a block ahead (readahead.py), or None: the recorder reads it
+            reader = getattr(runtime, "read_ahead", None)
+            original = reader.example(self) if reader is not None else None
+        self.recorder = runtime.recorder(self.ref, original=original)
         system = self.system if self.system is not None else fixture_system
         more = getattr(self.runtime, "more_trials", None)
         if more is None or not self.runtime.settings.adaptive:
