@@ -275,11 +275,13 @@ def report(a: Variant, b: Variant, n: int, xdist: int | None) -> tuple[float, fl
     print(f"extra wall per example: {extra:.0f} µs; extra peak RSS: {mib(med(b.rss_peak) - med(a.rss_peak))}")
     print(f"wall time   B/A = {wall_ratio:.2f}x  {verdict(wall_ratio)}")
     print(f"cpu time    B/A = {cpu_ratio:.2f}x  {verdict(cpu_ratio)}  (per example: {med(b.cpus) / n * 1e3:.2f} ms against {med(a.cpus) / n * 1e3:.2f} ms)")
-    print(f"peak memory B/A = {mem_ratio:.2f}x  {verdict(mem_ratio)}")
+    # Not a verdict: the peak holds fixed costs (the tokenizer's tables, about 30
+    # MiB); what the plugin adds per example is the 'memory' section's target.
+    print(f"peak memory B/A = {mem_ratio:.2f}x  (fixed costs included; per example: the 'memory' section)")
     print(f"load average (1 min) during the rounds: {min(LOADS):.1f} to {max(LOADS):.1f}")
     print(
-        f"overhead: wall {wall_ratio:.2f}x, cpu {cpu_ratio:.2f}x, peak memory"
-        f" {mem_ratio:.2f}x (target <= {TARGET}x)"
+        f"overhead: wall {wall_ratio:.2f}x, cpu {cpu_ratio:.2f}x (target <= {TARGET}x),"
+        f" peak memory {mem_ratio:.2f}x"
     )
     return max(wall_ratio, cpu_ratio), mem_ratio
 
@@ -567,8 +569,8 @@ def main(argv: list[str] | None = None) -> int:
                 above.append("memory")
             print()
         if "examples" in only:
-            wall_ratio, mem_ratio = bench_examples(args)
-            if wall_ratio > TARGET or mem_ratio > TARGET:
+            wall_ratio, _ = bench_examples(args)
+            if wall_ratio > TARGET:
                 above.append("examples")
     except BenchError as exc:
         print(f"\nBENCHMARK FAILED: {exc}", file=sys.stderr)

@@ -48,9 +48,8 @@ ASSERT_SCORE = "assert_score"
 ASSERT_PASS = "assert_pass"
 JUDGE_SCORE = "judge_score"
 JUDGE_PASS = "judge_pass"
-VERDICT_KEYS: Mapping[str, str] = MappingProxyType(
-    {ASSERT_SCORE: ASSERT_PASS, JUDGE_SCORE: JUDGE_PASS}
-)
+_VERDICTS = {ASSERT_SCORE: ASSERT_PASS, JUDGE_SCORE: JUDGE_PASS}
+VERDICT_KEYS: Mapping[str, str] = MappingProxyType(_VERDICTS)
 
 
 def score_passes(scores: Mapping[str, Any], field: str | None, threshold: float) -> bool | None:
@@ -62,7 +61,7 @@ def score_passes(scores: Mapping[str, Any], field: str | None, threshold: float)
     score = scores.get(name)
     if score is None:
         return None
-    verdict = VERDICT_KEYS.get(name)
+    verdict = _VERDICTS.get(name)  # VERDICT_KEYS's dict (asked of every row)
     if verdict is not None and verdict in scores:
         # A mean over trials (fold_trials) passes only when every trial passed.
         return float(scores[verdict]) >= 1.0
@@ -78,7 +77,10 @@ def primary_field(row: EvalRow, score_field: str | None = None) -> str:
     """
     if score_field is not None:
         return score_field
-    return str(row.metadata.get("score_field") or DEFAULT_SCORE_FIELD)
+    field = row.metadata.get("score_field")
+    if type(field) is str and field:
+        return field  # the common case, without a copy
+    return str(field or DEFAULT_SCORE_FIELD)
 
 
 def row_score(row: EvalRow, score_field: str | None = None) -> float | None:
@@ -93,7 +95,10 @@ def row_score(row: EvalRow, score_field: str | None = None) -> float | None:
     """
     if row.error is not None:
         return 0.0
-    value = row.scores.get(primary_field(row, score_field))
+    if score_field is None:  # primary_field, inline: asked of every row by every metric
+        field = row.metadata.get("score_field")
+        score_field = field if type(field) is str and field else str(field or DEFAULT_SCORE_FIELD)
+    value = row.scores.get(score_field)
     return None if value is None else float(value)
 
 
