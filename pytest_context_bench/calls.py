@@ -520,5 +520,5 @@ def record_io(original: dict[str, Any], processed: dict[str, Any] | None) -> Non
         global _keep_answer
         if _keep_answer is None:
             from .answers import keep_answer as _keep_answer
-        kept["answer"] = _keep_answer(processed)  # type: ignore[assignment]
+        kept["answer"] = _keep_answer(processed)
     sink.append(kept)

@@ -79,10 +79,10 @@ def load_examples(
 
 #: (field_primary_score, primary_score), imported on first use (asked once per
 #: example: a function-level import of a package costs more than the lookup)
-_PRIMARY: tuple[Any, Any] | None = None
+_PRIMARY: tuple[Callable[[dict[str, Any]], str | None], Callable[[str], str]] | None = None
 
 
-def _primary_lookups() -> tuple[Any, Any]:
+def _primary_lookups() -> tuple[Callable[[dict[str, Any]], str | None], Callable[[str], str]]:
     global _PRIMARY
     if _PRIMARY is None:
         from .datasets import primary_score

@@ -197,9 +197,9 @@ class State:
     status: StatusLine | None = None
 
     def recorder(self, ref: ExampleRef, original: dict[str, Any] | None) -> Recorder:
-        Recorder = _recording().Recorder  # noqa: N806 (the class)
+        make: type[Recorder] = _recording().Recorder
         runner = self.calls.runner if self.calls is not None else None
-        return Recorder(
+        return make(
             ref, self.read_ahead or self.tokenizer(), self.systems, original, self.memory, runner
         )
 
