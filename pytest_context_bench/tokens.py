@@ -27,6 +27,7 @@ import hashlib
 import importlib.resources
 import importlib.util
 import threading
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
@@ -256,20 +257,22 @@ def _counter(enc: _Encoder) -> Callable[[str], int]:
     def count(text: str) -> int:
         return len(encode(text))
 
+    _OWN.add(count)
     return count
 
 
-def is_path_spec(spec: str) -> bool:
-    """Whether a tokenizer spec names a BPE file (else an encoding's name, or
-    ``module:attr``)."""
-    return spec.endswith((".tiktoken", ".tiktoken.gz")) or "/" in spec or "\\" in spec
+#: the counters made here (of a tiktoken encoding: pure functions of the text)
+_OWN: weakref.WeakSet[Callable[[str], int]] = weakref.WeakSet()
 
 
-def is_own_tokenizer(spec: str | None) -> bool:
-    """Whether a tokenizer spec gives one of tiktoken's encodings (the default, a
-    name or a BPE file): a pure function of the text. A ``module:attr`` callable is
-    the user's own, which may keep state."""
-    return spec is None or is_path_spec(spec) or ":" not in spec
+def is_own_counter(count: Callable[[str], int]) -> bool:
+    """Whether ``count`` counts with one of tiktoken's encodings (the default, a name
+    or a BPE file): a pure function of the text. A callable given by the user
+    (``module:attr``, :func:`set_tokenizer`) may keep state."""
+    try:
+        return count in _OWN
+    except TypeError:  # not weak-referenceable: not ours
+        return False
 
 
 def resolve_tokenizer(spec: str | Callable[[str], int]) -> Callable[[str], int]:
@@ -278,7 +281,7 @@ def resolve_tokenizer(spec: str | Callable[[str], int]) -> Callable[[str], int]:
         return spec
     if not isinstance(spec, str) or not spec:
         raise ConfigError(f"A tokenizer must be a name, a path or a callable, got {spec!r}.")
-    if is_path_spec(spec):
+    if spec.endswith((".tiktoken", ".tiktoken.gz")) or "/" in spec or "\\" in spec:
         return _counter(load_bpe_file(spec))
     if ":" in spec:
         from .importing import import_object

@@ -202,20 +202,30 @@ def pytest_sessionfinish(session):
 """
 
 
+#: a conftest line making the user's callable the process's default tokenizer
+SET_TOKENIZER = """
+from pytest_context_bench.tokens import set_tokenizer
+
+set_tokenizer(lambda text: len(text.split()))
+"""
+
+
 @pytest.mark.parametrize(
-    "args, expected",
+    "args, conftest, expected",
     [
-        ([], {"main": True}),
-        (["-n", "2"], {"main": False, "gw0": False, "gw1": False}),
-        (["--ctxbench-tokenizer=systems:word_count"], {"main": False}),
-        (["--ctxbench-tokenizer=o200k_base"], {"main": True}),
+        ([], "", {"main": True}),
+        (["-n", "2"], "", {"main": False, "gw0": False, "gw1": False}),
+        (["--ctxbench-concurrency=4"], "", {"main": False}),
+        (["--ctxbench-tokenizer=systems:word_count"], "", {"main": False}),
+        ([], SET_TOKENIZER, {"main": False}),
+        (["--ctxbench-tokenizer=o200k_base"], "", {"main": True}),
     ],
-    ids=["one-process", "xdist", "own-callable", "other-encoding"],
+    ids=["one-process", "xdist", "calls-ahead", "own-callable", "set-tokenizer", "other-encoding"],
 )
 def test_read_ahead_only_where_the_order_is_known(
-    pytester: pytest.Pytester, args: list[str], expected: dict[str, bool]
+    pytester: pytest.Pytester, args: list[str], conftest: str, expected: dict[str, bool]
 ) -> None:
-    pytester.makeconftest(STATE_PROBE)
+    pytester.makeconftest(STATE_PROBE + conftest)
     pytester.makepyfile(
         systems="""
 class Echo:

@@ -852,7 +852,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def _read_ahead(session: pytest.Session, state: State) -> None:
     """Read and count the command line's examples a block ahead, where this process
     runs them in the order of ``session.items`` (see readahead.py)."""
-    from ..tokens import is_own_tokenizer
+    from ..tokens import is_own_counter
 
     config = session.config
     if (
@@ -860,8 +860,8 @@ def _read_ahead(session: pytest.Session, state: State) -> None:
         or is_worker(config)
         or _distributes(config)
         or (state.calls is not None and state.calls.prefetching)
-        or not is_own_tokenizer(state.settings.tokenizer)
         or getattr(config.option, "collectonly", False)
+        or not is_own_counter(state.tokenizer())
     ):
         return
     cases = [case for case in map(_cli_case, session.items) if case is not None]

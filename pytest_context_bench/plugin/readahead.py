@@ -14,7 +14,8 @@ not counted ahead (a System's new output, a field of another shape) is counted a
 before. It is used only where the order is known and the tokenizer is ours (a
 tiktoken encoding, which is a pure function of the text): in one process, without
 calls started ahead (``--ctxbench-concurrency`` reads its examples itself), and not
-with a ``module:attr`` tokenizer, which may keep state.
+with a tokenizer of the user's (``module:attr``, ``set_tokenizer(callable)``), which
+may keep state.
 """
 
 from __future__ import annotations
