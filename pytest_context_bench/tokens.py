@@ -317,10 +317,6 @@ def count_tokens(text: str, tokenizer: Callable[[str], int] | None = None) -> in
 def texts_of(value: Any) -> Iterable[str]:
     """The texts of one field's value that :func:`count_field` counts (a string; a
     conversation turn's content; those of a list), in order."""
-    return _text_of(value)
-
-
-def _text_of(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
@@ -330,7 +326,7 @@ def _text_of(value: Any) -> Iterable[str]:
             yield content
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _text_of(item)
+            yield from texts_of(item)
 
 
 def count_field(value: Any, tokenizer: Callable[[str], int]) -> int:
@@ -340,7 +336,7 @@ def count_field(value: Any, tokenizer: Callable[[str], int]) -> int:
         return tokenizer(value) if value else 0
     if value is None:
         return 0
-    return sum(tokenizer(text) for text in _text_of(value) if text)
+    return sum(tokenizer(text) for text in texts_of(value) if text)
 
 
 def count_fields(
